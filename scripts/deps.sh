@@ -1,0 +1,44 @@
+#!/bin/sh
+# Install the Debian packages normcmp needs, only those that are missing.
+#
+#   scripts/deps.sh build   compiler, pkg-config and the C libraries (libpng,
+#                           cJSON, OpenBLAS, cairo) plus the DejaVu font
+#   scripts/deps.sh test    build + NumPy/SciPy for the independent references
+#   scripts/deps.sh fuzz    test + clang and its sanitizer/fuzzer runtime
+#   scripts/deps.sh bench   test + Matplotlib (the reference pipeline) + hyperfine
+#   scripts/deps.sh torch   test + PyTorch (the activation dump script)
+#
+# Runs apt-get (as root, or through sudo when available). Safe to run again:
+# a group whose packages are all installed does nothing.
+set -eu
+
+group=${1:-build}
+build="build-essential pkg-config libpng-dev libcjson-dev libopenblas-dev libcairo2-dev fonts-dejavu-core"
+test="$build python3 python3-numpy python3-scipy"
+case "$group" in
+build) pkgs=$build ;;
+test) pkgs=$test ;;
+fuzz) pkgs="$test clang libclang-rt-14-dev" ;;
+bench) pkgs="$test python3-matplotlib hyperfine" ;;
+torch) pkgs="$test python3-torch" ;;
+*) echo "deps.sh: unknown group '$group' (expected build, test, fuzz, bench or torch)" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $pkgs; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+echo "deps.sh: installing:$missing" >&2
+sudo=""
+if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "deps.sh: need root (or sudo) to install:$missing" >&2; exit 1; }
+    sudo=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+# shellcheck disable=SC2086
+$sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,40 @@
+/*
+ * outfile.h - output files that appear whole or not at all.
+ *
+ * A file is written to a temporary name in its target directory
+ * (".<name>.tmp.XXXXXX"), then flushed, closed and renamed over the target
+ * on commit. On abort, or any failure, the temporary is removed and the
+ * target, if it existed, is untouched (STYLE.md section 4).
+ */
+#ifndef NC_OUTFILE_H
+#define NC_OUTFILE_H
+
+#include <stdbool.h>
+
+#include "util/err.h"
+#include "util/sink.h"
+
+typedef struct nc_outfile nc_outfile;
+
+/* Creates the temporary for path. On success *out is owned by the caller
+ * and must go to nc_outfile_commit or nc_outfile_abort. */
+int nc_outfile_open(const char *path, nc_outfile **out, nc_err *err);
+
+/* A sink writing to the temporary; its errors name the target path. */
+nc_sink nc_outfile_sink(nc_outfile *f);
+
+/* Flushes, closes and renames the temporary to the target; frees f. On
+ * failure the temporary is removed. Accepts NULL (returns 0). */
+int nc_outfile_commit(nc_outfile *f, nc_err *err);
+
+/* Removes the temporary and frees f. Accepts NULL. */
+void nc_outfile_abort(nc_outfile *f);
+
+/* Creates dir and its missing parents (mode 0777 & ~umask) and checks that
+ * files can be created in it. Errors name dir and say what failed. */
+int nc_mkdirs(const char *dir, nc_err *err);
+
+/* Writes the whole buffer to path through a temporary (open+write+commit). */
+int nc_write_file(const char *path, const void *buf, size_t n, nc_err *err);
+
+#endif

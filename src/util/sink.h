@@ -1,0 +1,38 @@
+/*
+ * sink.h - where writers put bytes: a write function and its context.
+ *
+ * Every writer (npy, safetensors, report JSON, PNG) takes a sink, so that
+ * output can be tested in memory and written to disk through util/outfile
+ * (temporary name, then rename) without the writer knowing which.
+ */
+#ifndef NC_SINK_H
+#define NC_SINK_H
+
+#include <stddef.h>
+
+#include "util/err.h"
+
+typedef struct nc_sink {
+    /* Writes all n bytes or fails: returns 0 or a negative NC_E* code with
+     * err set. */
+    int (*write)(void *ctx, const void *buf, size_t n, nc_err *err);
+    void *ctx;
+} nc_sink;
+
+/* Writes n bytes through sink. */
+int nc_sink_write(const nc_sink *sink, const void *buf, size_t n, nc_err *err);
+
+/* A growable in-memory buffer; zero-initialise it before use. */
+typedef struct nc_membuf {
+    unsigned char *data; /* owned; len bytes of output (not NUL-terminated) */
+    size_t len;
+    size_t cap;
+} nc_membuf;
+
+/* A sink appending to mb. */
+nc_sink nc_membuf_sink(nc_membuf *mb);
+
+/* Releases mb's storage and zeroes it. Accepts NULL. */
+void nc_membuf_free(nc_membuf *mb);
+
+#endif
