@@ -71,6 +71,9 @@ int nc_tensor_set_shape(nc_tensor *t)
     size_t esize = nc_dtype_size(t->dtype);
     if (esize == 0)
         return NC_ERANGE;
+    /* the byte count must fit too: (2^31, 2^31) of F32 is 2^64 bytes */
+    if (n * d > SIZE_MAX / esize)
+        return NC_ERANGE;
     t->N = (size_t)n;
     t->d = (size_t)d;
     t->nelem = (size_t)(n * d);

@@ -14,7 +14,8 @@ static void flatten(char *s)
             *s = ' ';
 }
 
-static int vset(nc_err *err, int code, int errnum, const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static int vset(nc_err *err, int code, int errnum,
+                                                     const char *fmt, va_list ap)
 {
     if (!err || err->code != NC_OK)
         return code;
