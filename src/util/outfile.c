@@ -78,24 +78,41 @@ static void release(nc_outfile *f)
     free(f);
 }
 
-int nc_outfile_commit(nc_outfile *f, nc_err *err)
+/* Flushes and closes the temporary (f->fp becomes NULL); on failure
+ * removes it. */
+static int finish(nc_outfile *f, nc_err *err)
 {
-    if (!f)
-        return 0;
-    int rc = 0;
     int e = 0;
     if (fflush(f->fp) != 0 || ferror(f->fp))
         e = errno ? errno : EIO;
     if (fclose(f->fp) != 0 && !e)
         e = errno ? errno : EIO;
+    f->fp = NULL;
     if (e) {
-        rc = nc_err_set_errno(err, NC_EIO, e, "%s: write failed", f->path);
         unlink(f->tmp);
-    } else if (rename(f->tmp, f->path) != 0) {
-        rc = nc_err_set_errno(err, NC_EIO, errno, "%s: cannot rename temporary into place",
-                              f->path);
-        unlink(f->tmp);
+        return nc_err_set_errno(err, NC_EIO, e, "%s: write failed", f->path);
     }
+    return 0;
+}
+
+static int publish(nc_outfile *f, nc_err *err)
+{
+    if (rename(f->tmp, f->path) != 0) {
+        int e = errno;
+        unlink(f->tmp);
+        return nc_err_set_errno(err, NC_EIO, e, "%s: cannot rename temporary into place",
+                                f->path);
+    }
+    return 0;
+}
+
+int nc_outfile_commit(nc_outfile *f, nc_err *err)
+{
+    if (!f)
+        return 0;
+    int rc = finish(f, err);
+    if (!rc)
+        rc = publish(f, err);
     release(f);
     return rc;
 }
@@ -104,9 +121,86 @@ void nc_outfile_abort(nc_outfile *f)
 {
     if (!f)
         return;
-    fclose(f->fp);
+    if (f->fp)
+        fclose(f->fp);
     unlink(f->tmp);
     release(f);
+}
+
+struct nc_outset {
+    char *dir;
+    nc_outfile **files; /* finished temporaries */
+    size_t n;
+};
+
+int nc_outset_alloc(const char *dir, nc_outset **out, nc_err *err)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out || !((*out)->dir = strdup(dir))) {
+        free(*out);
+        *out = NULL;
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+int nc_outset_add(nc_outset *set, const char *name, const void *buf, size_t n, nc_err *err)
+{
+    size_t pn = strlen(set->dir) + strlen(name) + 2;
+    char *path = malloc(pn);
+    nc_outfile **grown = realloc(set->files, (set->n + 1) * sizeof *grown);
+    if (!path || !grown) {
+        free(path);
+        if (grown)
+            set->files = grown;
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    }
+    set->files = grown;
+    snprintf(path, pn, "%s/%s", set->dir, name);
+    nc_outfile *f;
+    int rc = nc_outfile_open(path, &f, err);
+    free(path);
+    if (rc)
+        return rc;
+    nc_sink sink = nc_outfile_sink(f);
+    rc = nc_sink_write(&sink, buf, n, err);
+    if (!rc)
+        rc = finish(f, err);
+    if (rc) {
+        nc_outfile_abort(f);
+        return rc;
+    }
+    set->files[set->n++] = f;
+    return 0;
+}
+
+int nc_outset_commit(nc_outset *set, nc_err *err)
+{
+    if (!set)
+        return 0;
+    int rc = 0;
+    for (size_t k = 0; k < set->n; k++) {
+        if (!rc)
+            rc = publish(set->files[k], err);
+        else
+            unlink(set->files[k]->tmp);
+        release(set->files[k]);
+    }
+    free(set->files);
+    free(set->dir);
+    free(set);
+    return rc;
+}
+
+void nc_outset_abort(nc_outset *set)
+{
+    if (!set)
+        return;
+    for (size_t k = 0; k < set->n; k++)
+        nc_outfile_abort(set->files[k]);
+    free(set->files);
+    free(set->dir);
+    free(set);
 }
 
 /* Permission and path problems are the user's to fix (exit 2); a full or

@@ -30,6 +30,24 @@ int nc_outfile_commit(nc_outfile *f, nc_err *err);
 /* Removes the temporary and frees f. Accepts NULL. */
 void nc_outfile_abort(nc_outfile *f);
 
+/* A set of files in one folder that appear together: each is written to
+ * its temporary when added; nc_outset_commit renames them all only after
+ * every one was written, so a failure leaves none of them (and the
+ * folder's earlier files untouched). */
+typedef struct nc_outset nc_outset;
+
+int nc_outset_alloc(const char *dir, nc_outset **out, nc_err *err);
+
+/* Writes buf to the temporary of dir/name. */
+int nc_outset_add(nc_outset *set, const char *name, const void *buf, size_t n, nc_err *err);
+
+/* Renames every temporary into place and frees set (even on failure, after
+ * removing what is left). Accepts NULL. */
+int nc_outset_commit(nc_outset *set, nc_err *err);
+
+/* Removes every temporary and frees set. Accepts NULL. */
+void nc_outset_abort(nc_outset *set);
+
 /* Creates dir and its missing parents (mode 0777 & ~umask) and checks that
  * files can be created in it. Errors name dir and say what failed. */
 int nc_mkdirs(const char *dir, nc_err *err);

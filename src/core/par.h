@@ -1,0 +1,55 @@
+/*
+ * par.h - one streaming pass over the tokens of a layer, split across threads.
+ *
+ * The N tokens are cut into NC_SHARDS contiguous shards that depend on N
+ * only. Each shard owns its accumulators (index them by the shard number)
+ * and is processed by one thread, block by block of rows converted to
+ * double; the caller merges the shards in shard order afterwards. So a pass
+ * gives bit-identical results for any thread count (STYLE.md section 6).
+ *
+ * The executor owns no numerics: the block function does the work.
+ */
+#ifndef NC_PAR_H
+#define NC_PAR_H
+
+#include <stddef.h>
+
+#include "core/tensor.h"
+#include "util/err.h"
+#include "util/progress.h"
+
+/* Shards per pass: enough to balance 2..16 threads. */
+#define NC_SHARDS 16
+
+/* Bytes of double rows a block converts at once (fits in L2 beside the
+ * accumulators). */
+#define NC_BLOCK_BYTES (256 * 1024)
+
+/* The work on tokens [t0, t0 + nt) of shard `shard`. rows[nt * d] holds them
+ * as doubles (x for token t0 + k at rows + k * d). scratch is per-thread
+ * memory of scratch_bytes, or NULL. */
+typedef void (*nc_block_fn)(void *ctx, int shard, size_t t0, size_t nt, const double *rows,
+                            void *scratch);
+
+typedef struct nc_pass {
+    const nc_tensor *x;    /* the float tensor streamed, [N, d] */
+    const size_t *tokens;  /* optional: the subset of token indices to visit, ascending */
+    size_t ntokens;        /* length of tokens (ignored when tokens is NULL) */
+    int threads;           /* 1 .. NC_SHARDS; 0 means the online CPUs */
+    size_t scratch_bytes;  /* per-thread scratch handed to fn (0: none) */
+    nc_progress *progress; /* optional: advanced by the points of each block */
+} nc_pass;
+
+/* The shard of token range [0, n): shard k covers [nc_shard_begin(n, k),
+ * nc_shard_begin(n, k + 1)). */
+size_t nc_shard_begin(size_t n, int k);
+
+/* Runs fn over every token (or every listed token) once. With a token list,
+ * t0 in fn is the position in the list and the rows are the listed tokens.
+ * Returns 0 or NC_ENOMEM/NC_EINTERNAL (thread creation). */
+int nc_pass_run(const nc_pass *pass, nc_block_fn fn, void *ctx, nc_err *err);
+
+/* The number of online CPUs, at least 1 and at most NC_SHARDS. */
+int nc_default_threads(void);
+
+#endif

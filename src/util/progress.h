@@ -1,0 +1,35 @@
+/*
+ * progress.h - a progress line on stderr, only when stderr is a terminal.
+ *
+ * The one place library code may print (STYLE.md section 11). A disabled
+ * progress (not a terminal, --quiet, or NULL) does nothing. Updates are
+ * rate-limited (10 per second) and safe to call from worker threads.
+ *
+ *   normcmp: late  fits     [#########.........]  52%  48.1 Mpt/s
+ */
+#ifndef NC_PROGRESS_H
+#define NC_PROGRESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct nc_progress nc_progress;
+
+/* A progress display, enabled only if `enabled` and stderr is a terminal.
+ * Returns NULL when disabled or out of memory: every call accepts NULL. */
+nc_progress *nc_progress_alloc(bool enabled);
+
+/* Starts a new task: label (a layer name), stage ("stats", "fits", ...),
+ * total units of work (points), resetting the count and the clock. */
+void nc_progress_begin(nc_progress *p, const char *label, const char *stage, uint64_t total);
+
+/* Adds done units to the current task (thread-safe). */
+void nc_progress_add(nc_progress *p, uint64_t done);
+
+/* Erases the line. */
+void nc_progress_end(nc_progress *p);
+
+/* Erases the line and frees p. Accepts NULL. */
+void nc_progress_free(nc_progress *p);
+
+#endif
