@@ -1,0 +1,190 @@
+/*
+ * surrogate.c - the surrogate table (surrogate.h).
+ *
+ * Every f and f' is a plain loop over x calling the branch-free inline
+ * functions of core/vmath.h, so the compiler vectorises it; the hot passes
+ * call these once per token row.
+ */
+#include "analysis/surrogate.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/vmath.h"
+
+/* ---- linear: slope, intercept ---- */
+
+NC_VMATH_CLONES static void linear_f(const nc_params *p, size_t i0, const double *x, size_t n, double *y)
+{
+    (void)i0;
+    const double a = p->p[0], b = p->p[1];
+    for (size_t k = 0; k < n; k++)
+        y[k] = a * x[k] + b;
+}
+
+NC_VMATH_CLONES static void linear_df(const nc_params *p, size_t i0, const double *x, size_t n, double *dy)
+{
+    (void)i0;
+    (void)x;
+    for (size_t k = 0; k < n; k++)
+        dy[k] = p->p[0];
+}
+
+/* ---- DyT: alpha, gamma, beta ---- */
+
+NC_VMATH_CLONES static void dyt_f(const nc_params *p, size_t i0, const double *x, size_t n, double *y)
+{
+    (void)i0;
+    const double alpha = p->p[0], gamma = p->p[1], beta = p->p[2];
+    for (size_t k = 0; k < n; k++)
+        y[k] = gamma * nc_tanh(alpha * x[k]) + beta;
+}
+
+NC_VMATH_CLONES static void dyt_df(const nc_params *p, size_t i0, const double *x, size_t n, double *dy)
+{
+    (void)i0;
+    const double alpha = p->p[0], ag = p->p[0] * p->p[1];
+    for (size_t k = 0; k < n; k++) {
+        double t = nc_tanh(alpha * x[k]);
+        dy[k] = ag * (1.0 - t * t);
+    }
+}
+
+/* ---- DyT per channel: alpha; gamma_i, beta_i in pc ---- */
+
+NC_VMATH_CLONES static void dytc_f(const nc_params *p, size_t i0, const double *x, size_t n, double *y)
+{
+    const double alpha = p->p[0];
+    const double *g = p->pc, *b = p->pc + p->d;
+    size_t i = i0 % p->d;
+    if (i + n <= p->d) { /* within one row: the vectorised case */
+        for (size_t k = 0; k < n; k++)
+            y[k] = g[i + k] * nc_tanh(alpha * x[k]) + b[i + k];
+        return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        y[k] = g[i] * nc_tanh(alpha * x[k]) + b[i];
+        if (++i == p->d)
+            i = 0;
+    }
+}
+
+NC_VMATH_CLONES static void dytc_df(const nc_params *p, size_t i0, const double *x, size_t n, double *dy)
+{
+    const double alpha = p->p[0];
+    const double *g = p->pc;
+    size_t i = i0 % p->d;
+    if (i + n <= p->d) {
+        for (size_t k = 0; k < n; k++) {
+            double t = nc_tanh(alpha * x[k]);
+            dy[k] = alpha * g[i + k] * (1.0 - t * t);
+        }
+        return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        double t = nc_tanh(alpha * x[k]);
+        dy[k] = alpha * g[i] * (1.0 - t * t);
+        if (++i == p->d)
+            i = 0;
+    }
+}
+
+/* ---- DyISRU: C, scale ---- */
+
+NC_VMATH_CLONES static void isru_f(const nc_params *p, size_t i0, const double *x, size_t n, double *y)
+{
+    (void)i0;
+    const double C = p->p[0], s = p->p[1];
+    for (size_t k = 0; k < n; k++)
+        y[k] = s * x[k] / sqrt(x[k] * x[k] + C);
+}
+
+/* d/dx s*x/sqrt(x^2+C) = s*C/(x^2+C)^(3/2) */
+NC_VMATH_CLONES static void isru_df(const nc_params *p, size_t i0, const double *x, size_t n, double *dy)
+{
+    (void)i0;
+    const double C = p->p[0], s = p->p[1];
+    for (size_t k = 0; k < n; k++) {
+        double q = x[k] * x[k] + C;
+        dy[k] = s * C / (q * sqrt(q));
+    }
+}
+
+/* ---- Derf: alpha, shift, gamma, beta ---- */
+
+NC_VMATH_CLONES static void derf_f(const nc_params *p, size_t i0, const double *x, size_t n, double *y)
+{
+    (void)i0;
+    const double alpha = p->p[0], shift = p->p[1], gamma = p->p[2], beta = p->p[3];
+    for (size_t k = 0; k < n; k++)
+        y[k] = gamma * nc_erf(alpha * x[k] + shift) + beta;
+}
+
+NC_VMATH_CLONES static void derf_df(const nc_params *p, size_t i0, const double *x, size_t n, double *dy)
+{
+    (void)i0;
+    const double alpha = p->p[0], shift = p->p[1], ag = p->p[0] * p->p[2];
+    for (size_t k = 0; k < n; k++)
+        dy[k] = ag * nc_erf_deriv(alpha * x[k] + shift);
+}
+
+static const nc_surrogate table[NC_FIT_COUNT] = {
+    [NC_FIT_LINEAR] = {NC_FIT_LINEAR, "linear", "affine", "slope*x+intercept", 2,
+                       {"slope", "intercept"}, false, false, linear_f, linear_df},
+    [NC_FIT_DYT] = {NC_FIT_DYT, "dyt", "DyT", "gamma*tanh(alpha*x)+beta", 3,
+                    {"alpha", "gamma", "beta"}, false, false, dyt_f, dyt_df},
+    [NC_FIT_DYT_PER_CHANNEL] = {NC_FIT_DYT_PER_CHANNEL, "dyt_per_channel", "DyT (per channel)",
+                                "gamma_i*tanh(alpha*x)+beta_i", 1, {"alpha"}, true, false,
+                                dytc_f, dytc_df},
+    [NC_FIT_DYISRU] = {NC_FIT_DYISRU, "dyisru", "DyISRU", "scale*x/sqrt(x^2+C)", 2,
+                       {"C", "scale"}, false, false, isru_f, isru_df},
+    [NC_FIT_DYISRU_FREE] = {NC_FIT_DYISRU_FREE, "dyisru_free", "DyISRU (free scale)",
+                            "scale*x/sqrt(x^2+C)", 2, {"C", "scale"}, false, false, isru_f,
+                            isru_df},
+    [NC_FIT_DYT_THEORY] = {NC_FIT_DYT_THEORY, "dyt_theory", "DyT theory",
+                           "sqrt(d)*tanh(x/(rho*sqrt(d)))", 3, {"alpha", "gamma", "beta"},
+                           false, true, dyt_f, dyt_df},
+    [NC_FIT_DYISRU_THEORY] = {NC_FIT_DYISRU_THEORY, "dyisru_theory", "DyISRU theory",
+                              "sqrt(d)*x/sqrt(x^2+d*rho^2)", 2, {"C", "scale"}, false, true,
+                              isru_f, isru_df},
+    [NC_FIT_DERF] = {NC_FIT_DERF, "derf", "Derf", "gamma*erf(alpha*x+shift)+beta", 4,
+                     {"alpha", "shift", "gamma", "beta"}, false, false, derf_f, derf_df},
+};
+
+const nc_surrogate *nc_surrogate_get(nc_fit_id id)
+{
+    return (unsigned)id < NC_FIT_COUNT ? &table[id] : NULL;
+}
+
+const nc_surrogate *nc_surrogate_find(const char *name)
+{
+    for (int k = 0; k < NC_FIT_COUNT; k++)
+        if (strcmp(table[k].name, name) == 0)
+            return &table[k];
+    return NULL;
+}
+
+double nc_surrogate_f(const nc_surrogate *s, const nc_params *p, size_t channel, double x)
+{
+    double y;
+    s->eval(p, channel, &x, 1, &y);
+    return y;
+}
+
+double nc_surrogate_df(const nc_surrogate *s, const nc_params *p, size_t channel, double x)
+{
+    double dy;
+    s->deriv(p, channel, &x, 1, &dy);
+    return dy;
+}
+
+nc_params nc_dyt_theory_params(double rho, size_t d)
+{
+    double sd = sqrt((double)d);
+    return (nc_params){.p = {1.0 / (rho * sd), sd, 0.0}};
+}
+
+nc_params nc_dyisru_theory_params(double rho, size_t d)
+{
+    return (nc_params){.p = {(double)d * rho * rho, sqrt((double)d)}};
+}

@@ -1,0 +1,79 @@
+/*
+ * surrogate.h - the element-wise functions that stand in for a norm.
+ *
+ * BRIEF.md, "The objects" and "The gradient derivation". One table entry per
+ * fit: its report name, legend label, formula, parameter names, and
+ * vectorised f(x) and f'(x). The fitter, the exact-metrics pass, the
+ * Jacobian comparison, the sweeps, the figures and the report all iterate
+ * over this table, so adding a surrogate is adding an entry (and, if it
+ * needs one, a solver in fit.c).
+ *
+ *   linear          y = slope*x + intercept                     (affine baseline)
+ *   dyt             y = gamma*tanh(alpha*x) + beta              (DyT, scalar gamma/beta)
+ *   dyt_per_channel y = gamma_i*tanh(alpha*x) + beta_i          (scalar alpha, per channel i)
+ *   dyisru          y = scale*x/sqrt(x^2 + C)                   (scale fixed)
+ *   dyisru_free     y = scale*x/sqrt(x^2 + C)                   (scale fitted)
+ *   dyt_theory      dyt with alpha = 1/(rho*sqrt(d)), gamma = sqrt(d), beta = 0
+ *   dyisru_theory   dyisru with C = d*rho^2, scale = sqrt(d)
+ *   derf            y = gamma*erf(alpha*x + shift) + beta       (Derf)
+ */
+#ifndef NC_SURROGATE_H
+#define NC_SURROGATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum nc_fit_id {
+    NC_FIT_LINEAR,
+    NC_FIT_DYT,
+    NC_FIT_DYT_PER_CHANNEL,
+    NC_FIT_DYISRU,
+    NC_FIT_DYISRU_FREE,
+    NC_FIT_DYT_THEORY,
+    NC_FIT_DYISRU_THEORY,
+    NC_FIT_DERF,
+    NC_FIT_COUNT
+} nc_fit_id;
+
+#define NC_MAX_PARAMS 4
+
+/* Parameters of one fitted surrogate. p[] follows the entry's param names.
+ * For dyt_per_channel, p[0] is alpha and pc[0..d) gamma_i, pc[d..2d) beta_i
+ * (borrowed from the fit that owns them); pc is NULL otherwise. */
+typedef struct nc_params {
+    double p[NC_MAX_PARAMS];
+    const double *pc;
+    size_t d;
+} nc_params;
+
+typedef struct nc_surrogate {
+    nc_fit_id id;
+    const char *name;    /* report and config key, e.g. "dyisru_free" */
+    const char *label;   /* legend text, e.g. "DyISRU (free scale)" */
+    const char *formula; /* e.g. "scale*x/sqrt(x^2+C)" */
+    int nparams;         /* scalar parameters in p[] */
+    const char *param[NC_MAX_PARAMS];
+    bool per_channel;    /* parameters depend on the channel */
+    bool theory;         /* no free parameter: set from rho and d */
+    /* y[k] = f(x[k]) for k < n; x[k] is channel (i0 + k) mod d. */
+    void (*eval)(const nc_params *p, size_t i0, const double *x, size_t n, double *y);
+    /* dy[k] = f'(x[k]), the derivative in x (the surrogate's "Jacobian"). */
+    void (*deriv)(const nc_params *p, size_t i0, const double *x, size_t n, double *dy);
+} nc_surrogate;
+
+/* The entry for id (never NULL for id < NC_FIT_COUNT). */
+const nc_surrogate *nc_surrogate_get(nc_fit_id id);
+
+/* The entry called name, or NULL. */
+const nc_surrogate *nc_surrogate_find(const char *name);
+
+/* One scalar point, for plots and tests: f(x) and f'(x). */
+double nc_surrogate_f(const nc_surrogate *s, const nc_params *p, size_t channel, double x);
+double nc_surrogate_df(const nc_surrogate *s, const nc_params *p, size_t channel, double x);
+
+/* The parameter-free theory curves of BRIEF.md for a layer of width d whose
+ * mean token scale is rho. */
+nc_params nc_dyt_theory_params(double rho, size_t d);
+nc_params nc_dyisru_theory_params(double rho, size_t d);
+
+#endif
