@@ -6,6 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/sum.h"
+
 const char *nc_norm_name(nc_norm_kind kind)
 {
     return kind == NC_RMSNORM ? "rmsnorm" : "layernorm";
@@ -27,22 +29,38 @@ bool nc_norm_parse(const char *s, nc_norm_kind *kind)
 nc_token_stat nc_norm_token(nc_norm_kind kind, double eps, const double *x, size_t d)
 {
     nc_token_stat st = {.status = NC_TOKEN_NONFINITE};
-    /* pass 1: sum and a finiteness probe (x - x is 0 only for finite x) */
-    double sum = 0.0, probe = 0.0;
-    for (size_t i = 0; i < d; i++) {
-        sum += x[i];
-        probe += x[i] - x[i];
+    /* pass 1: sum and a finiteness probe (x - x is 0 only for finite x);
+     * NC_LANES partial sums (core/sum.h) */
+    double s[NC_LANES] = {0}, p[NC_LANES] = {0};
+    size_t i = 0;
+    for (; i + NC_LANES <= d; i += NC_LANES)
+        for (int j = 0; j < NC_LANES; j++) {
+            s[j] += x[i + j];
+            p[j] += x[i + j] - x[i + j];
+        }
+    for (int j = 0; i < d; i++, j++) {
+        s[j] += x[i];
+        p[j] += x[i] - x[i];
     }
+    double sum = nc_lanes_total(s), probe = nc_lanes_total(p);
     if (probe != 0.0 || !isfinite(sum) || isnan(probe))
         return st;
     double mean = sum / (double)d;
     /* pass 2: squared deviations, and squares for the RMS */
-    double m2 = 0.0, sq = 0.0;
-    for (size_t i = 0; i < d; i++) {
+    double m[NC_LANES] = {0}, q[NC_LANES] = {0};
+    i = 0;
+    for (; i + NC_LANES <= d; i += NC_LANES)
+        for (int j = 0; j < NC_LANES; j++) {
+            double u = x[i + j] - mean;
+            m[j] += u * u;
+            q[j] += x[i + j] * x[i + j];
+        }
+    for (int j = 0; i < d; i++, j++) {
         double u = x[i] - mean;
-        m2 += u * u;
-        sq += x[i] * x[i];
+        m[j] += u * u;
+        q[j] += x[i] * x[i];
     }
+    double m2 = nc_lanes_total(m), sq = nc_lanes_total(q);
     if (!isfinite(m2) || !isfinite(sq)) /* finite values whose squares overflow */
         return st;
     st.mean = mean;

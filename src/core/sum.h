@@ -40,4 +40,27 @@ static inline double nc_sum_get(const nc_sum *a)
     return a->s + a->c;
 }
 
+/* Lanes: a loop over a token's d values keeps NC_LANES independent partial
+ * sums, lane j taking elements i = j mod NC_LANES:
+ *
+ *     double s[NC_LANES] = {0};
+ *     size_t i = 0;
+ *     for (; i + NC_LANES <= d; i += NC_LANES)
+ *         for (int j = 0; j < NC_LANES; j++)
+ *             s[j] += x[i + j];
+ *     for (int j = 0; i < d; i++, j++)
+ *         s[j] += x[i];
+ *     double sum = nc_lanes_total(s);
+ *
+ * One running double sum is bound by the latency of an add and cannot be
+ * vectorised (additions may not be reordered); eight fixed lanes can (the
+ * inner loop becomes two or four vector adds), and the order of additions
+ * stays fixed, so results are still deterministic. */
+#define NC_LANES 8
+
+static inline double nc_lanes_total(const double *s)
+{
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
 #endif

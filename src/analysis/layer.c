@@ -1,0 +1,1175 @@
+/*
+ * layer.c - the streaming passes over one layer (layer.h).
+ *
+ * Legend: N tokens, d channels; t indexes visited tokens (positions in the
+ * sample when one is drawn), i channels; x the input, y = (x - c_t) * inv_t
+ * the norm's output before the affine part (norm.h); shards and blocks as
+ * in core/par.h. Every accumulator is per shard and merged in shard order.
+ */
+#include "analysis/layer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analysis/bins.h"
+#include "analysis/fit.h"
+#include "core/par.h"
+#include "core/rng.h"
+#include "core/sum.h"
+#include "core/vmath.h"
+
+/* Newton passes for the per-channel DyT fit. */
+#define CHANNEL_MAX_PASSES 30
+#define CHANNEL_TOL 1e-11 /* on the step in log(alpha) */
+
+const char *nc_amp_rule_name(nc_amp_rule rule)
+{
+    switch (rule) {
+    case NC_AMP_FREE: return "free";
+    case NC_AMP_SQRT_D: return "sqrt(d)";
+    case NC_AMP_SQRT_D_MINUS_1: return "sqrt(d-1)";
+    case NC_AMP_AUTO: return "auto";
+    default: return "value";
+    }
+}
+
+bool nc_amp_resolve(nc_amp amp, nc_norm_kind norm, size_t d, double *value,
+                    nc_amp_rule *rule_out)
+{
+    nc_amp_rule r = amp.rule;
+    if (r == NC_AMP_AUTO)
+        r = norm == NC_RMSNORM ? NC_AMP_SQRT_D : NC_AMP_SQRT_D_MINUS_1;
+    *rule_out = r;
+    switch (r) {
+    case NC_AMP_FREE:
+        *value = 0;
+        return false;
+    case NC_AMP_SQRT_D:
+        *value = sqrt((double)d);
+        return true;
+    case NC_AMP_SQRT_D_MINUS_1:
+        *value = d > 1 ? sqrt((double)(d - 1)) : 0.0;
+        return true;
+    default:
+        *value = amp.value;
+        return true;
+    }
+}
+
+void nc_layer_spec_defaults(nc_layer_spec *spec)
+{
+    memset(spec, 0, sizeof *spec);
+    spec->norm = NC_LAYERNORM;
+    spec->eps = NC_LAYERNORM_EPS;
+    for (int k = 0; k < NC_FIT_COUNT; k++)
+        spec->fit[k] = true;
+    spec->amp_dyt.rule = NC_AMP_FREE;
+    spec->amp_dyisru.rule = NC_AMP_AUTO;
+    spec->amp_derf.rule = NC_AMP_FREE;
+    spec->seed = 1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* State shared by the passes of one analysis. */
+typedef struct run {
+    const nc_layer_spec *spec;
+    size_t N, d, nt;       /* nt: tokens visited */
+    const size_t *tokens;  /* the sample (NULL: all) */
+    double *centre, *inv;  /* [nt] per-token centre and 1/scale */
+    unsigned char *status; /* [nt] nc_token_status */
+    double *weight, *bias; /* [d] affine part, or NULL */
+    nc_pass pass;
+} run;
+
+/* ================================================================ stats */
+
+typedef struct stats_acc {
+    double n, mean, m2;        /* Chan et al. merge over finite tokens' values */
+    nc_sum sq;                 /* sum x^2 */
+    double min, max;
+    size_t nonfinite_tokens, nonfinite_values, zero_scale, used;
+    nc_sum scale_sum, scale_sq;
+    double scale_min, scale_max;
+    double *ch_sq, *ch_max;    /* [d] */
+} stats_acc;
+
+typedef struct stats_ctx {
+    run *r;
+    stats_acc acc[NC_SHARDS];
+} stats_ctx;
+
+/* Merges a group of n values with mean m and sum of squared deviations m2
+ * into (acc->n, acc->mean, acc->m2) (Chan, Golub and LeVeque). */
+static void chan_merge(double *an, double *amean, double *am2, double n, double mean, double m2)
+{
+    double tot = *an + n;
+    if (tot == 0)
+        return;
+    double delta = mean - *amean;
+    *amean += delta * (n / tot);
+    *am2 += m2 + delta * delta * (*an * n / tot);
+    *an = tot;
+}
+
+NC_VMATH_CLONES static void stats_block(void *vctx, int shard, size_t t0, size_t nt,
+                                        const double *rows, void *scratch)
+{
+    (void)scratch;
+    stats_ctx *ctx = vctx;
+    run *r = ctx->r;
+    stats_acc *a = &ctx->acc[shard];
+    const size_t d = r->d;
+    for (size_t k = 0; k < nt; k++) {
+        const double *x = rows + k * d;
+        size_t t = t0 + k;
+        nc_token_stat st = nc_norm_token(r->spec->norm, r->spec->eps, x, d);
+        r->status[t] = (unsigned char)st.status;
+        if (st.status == NC_TOKEN_NONFINITE) {
+            a->nonfinite_tokens++;
+            for (size_t i = 0; i < d; i++)
+                a->nonfinite_values += !isfinite(x[i]);
+            continue;
+        }
+        chan_merge(&a->n, &a->mean, &a->m2, (double)d, st.mean, st.var * (double)d);
+        nc_sum_add(&a->sq, st.ms * (double)d);
+        double *restrict chsq = a->ch_sq, *restrict chmax = a->ch_max;
+        for (size_t i = 0; i < d; i++) {
+            chsq[i] += x[i] * x[i];
+            double ax = fabs(x[i]);
+            chmax[i] = ax > chmax[i] ? ax : chmax[i];
+        }
+        double lo[NC_LANES], hi[NC_LANES];
+        for (int j = 0; j < NC_LANES; j++)
+            lo[j] = hi[j] = x[0];
+        size_t i = 0;
+        for (; i + NC_LANES <= d; i += NC_LANES)
+            for (int j = 0; j < NC_LANES; j++) {
+                lo[j] = x[i + j] < lo[j] ? x[i + j] : lo[j];
+                hi[j] = x[i + j] > hi[j] ? x[i + j] : hi[j];
+            }
+        for (int j = 0; i < d; i++, j++) {
+            lo[j] = x[i] < lo[j] ? x[i] : lo[j];
+            hi[j] = x[i] > hi[j] ? x[i] : hi[j];
+        }
+        for (int j = 0; j < NC_LANES; j++) {
+            a->min = fmin(a->min, lo[j]);
+            a->max = fmax(a->max, hi[j]);
+        }
+        if (st.status == NC_TOKEN_ZERO_SCALE) {
+            a->zero_scale++;
+            continue;
+        }
+        r->centre[t] = st.centre;
+        r->inv[t] = 1.0 / st.scale;
+        a->used++;
+        nc_sum_add(&a->scale_sum, st.scale);
+        nc_sum_add(&a->scale_sq, st.scale * st.scale);
+        a->scale_min = fmin(a->scale_min, st.scale);
+        a->scale_max = fmax(a->scale_max, st.scale);
+    }
+}
+
+static int pass_stats(run *r, nc_input_stats *out, nc_err *err)
+{
+    const size_t d = r->d;
+    stats_ctx *ctx = calloc(1, sizeof *ctx);
+    double *ch = calloc(2 * NC_SHARDS * (d ? d : 1), sizeof *ch);
+    int rc = 0;
+    if (!ctx || !ch) {
+        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for statistics", r->spec->name);
+        goto out;
+    }
+    ctx->r = r;
+    for (int s = 0; s < NC_SHARDS; s++) {
+        stats_acc *a = &ctx->acc[s];
+        a->min = a->scale_min = INFINITY;
+        a->max = a->scale_max = -INFINITY;
+        a->ch_sq = ch + (size_t)(2 * s) * d;
+        a->ch_max = ch + (size_t)(2 * s + 1) * d;
+    }
+    nc_progress_begin(r->spec->progress, r->spec->name, "stats", (uint64_t)(r->nt * d));
+    if ((rc = nc_pass_run(&r->pass, stats_block, ctx, err)))
+        goto out;
+
+    stats_acc *t = &ctx->acc[0];
+    for (int s = 1; s < NC_SHARDS; s++) {
+        stats_acc *a = &ctx->acc[s];
+        chan_merge(&t->n, &t->mean, &t->m2, a->n, a->mean, a->m2);
+        nc_sum_merge(&t->sq, &a->sq);
+        t->min = fmin(t->min, a->min);
+        t->max = fmax(t->max, a->max);
+        t->nonfinite_tokens += a->nonfinite_tokens;
+        t->nonfinite_values += a->nonfinite_values;
+        t->zero_scale += a->zero_scale;
+        t->used += a->used;
+        nc_sum_merge(&t->scale_sum, &a->scale_sum);
+        nc_sum_merge(&t->scale_sq, &a->scale_sq);
+        t->scale_min = fmin(t->scale_min, a->scale_min);
+        t->scale_max = fmax(t->scale_max, a->scale_max);
+        for (size_t i = 0; i < d; i++) {
+            t->ch_sq[i] += a->ch_sq[i];
+            t->ch_max[i] = fmax(t->ch_max[i], a->ch_max[i]);
+        }
+    }
+    memset(out, 0, sizeof *out);
+    out->tokens = r->nt;
+    out->tokens_used = t->used;
+    out->nonfinite_tokens = t->nonfinite_tokens;
+    out->nonfinite_values = t->nonfinite_values;
+    out->zero_scale_tokens = t->zero_scale;
+    if (t->n > 0) {
+        out->mean = t->mean;
+        out->std = sqrt(t->m2 / t->n);
+        out->rms = sqrt(nc_sum_get(&t->sq) / t->n);
+        out->min = t->min;
+        out->max = t->max;
+    } else {
+        out->mean = out->std = out->rms = out->min = out->max = NAN;
+    }
+    if (t->used > 0) {
+        double u = (double)t->used;
+        out->rho = nc_sum_get(&t->scale_sum) / u;
+        double var = nc_sum_get(&t->scale_sq) / u - out->rho * out->rho;
+        out->scale_std = var > 0 ? sqrt(var) : 0.0;
+        out->scale_min = t->scale_min;
+        out->scale_max = t->scale_max;
+    } else {
+        out->rho = out->scale_std = out->scale_min = out->scale_max = NAN;
+    }
+    /* top channels by max |x| (selection of the NC_TOP_CHANNELS largest) */
+    size_t finite_tokens = r->nt - t->nonfinite_tokens;
+    for (size_t i = 0; i < d && finite_tokens > 0; i++) {
+        double m = t->ch_max[i];
+        size_t pos = out->ntop;
+        while (pos > 0 && out->top[pos - 1].max_abs < m)
+            pos--;
+        if (pos >= NC_TOP_CHANNELS)
+            continue;
+        size_t last = out->ntop < NC_TOP_CHANNELS ? out->ntop : NC_TOP_CHANNELS - 1;
+        memmove(&out->top[pos + 1], &out->top[pos], (last - pos) * sizeof out->top[0]);
+        out->top[pos].channel = i;
+        out->top[pos].max_abs = m;
+        out->top[pos].rms = sqrt(t->ch_sq[i] / (double)finite_tokens);
+        if (out->ntop < NC_TOP_CHANNELS)
+            out->ntop++;
+    }
+out:
+    free(ch);
+    free(ctx);
+    return rc;
+}
+
+/* ================================================================= bins */
+
+typedef struct bins_acc {
+    double *bin;              /* [nbins][3]: count, sum x, sum y of each bin,
+                               * interleaved so that a point touches one line */
+    nc_sum sxx, sxy, sy, syy; /* centred x (by the input mean) for the affine fit */
+    double real_max;
+    nc_sum real_sq;
+} bins_acc;
+
+typedef struct bins_ctx {
+    run *r;
+    nc_binmap map;
+    bool binned;        /* fits only on the bins (else polished on the raw points) */
+    double *px, *py;    /* raw points when not binned: [used * d] */
+    size_t *slot;       /* [nt] first point index of token t (raw points) */
+    double xmean;
+    bins_acc acc[NC_SHARDS];
+} bins_ctx;
+
+NC_VMATH_CLONES static void bins_block(void *vctx, int shard, size_t t0, size_t nt,
+                                       const double *rows, void *scratch)
+{
+    bins_ctx *ctx = vctx;
+    run *r = ctx->r;
+    bins_acc *a = &ctx->acc[shard];
+    const size_t d = r->d;
+    double *y = scratch, *yr = y + d; /* [d] output, [d] real output */
+    const nc_tensor *real = r->spec->y_real;
+    for (size_t k = 0; k < nt; k++) {
+        size_t t = t0 + k;
+        if (r->status[t] != NC_TOKEN_OK)
+            continue;
+        const double *x = rows + k * d;
+        const double c = r->centre[t], inv = r->inv[t];
+        const double xm = ctx->xmean;
+        for (size_t i = 0; i < d; i++)
+            y[i] = (x[i] - c) * inv;
+        double sxx[NC_LANES] = {0}, sxy[NC_LANES] = {0}, sy[NC_LANES] = {0},
+               syy[NC_LANES] = {0};
+        size_t i = 0;
+        for (; i + NC_LANES <= d; i += NC_LANES)
+            for (int j = 0; j < NC_LANES; j++) {
+                double u = x[i + j] - xm, yi = y[i + j];
+                sxx[j] += u * u;
+                sxy[j] += u * yi;
+                sy[j] += yi;
+                syy[j] += yi * yi;
+            }
+        for (int j = 0; i < d; i++, j++) {
+            double u = x[i] - xm, yi = y[i];
+            sxx[j] += u * u;
+            sxy[j] += u * yi;
+            sy[j] += yi;
+            syy[j] += yi * yi;
+        }
+        nc_sum_add(&a->sxx, nc_lanes_total(sxx));
+        nc_sum_add(&a->sxy, nc_lanes_total(sxy));
+        nc_sum_add(&a->sy, nc_lanes_total(sy));
+        nc_sum_add(&a->syy, nc_lanes_total(syy));
+        double *bin = a->bin;
+        for (i = 0; i < d; i++) {
+            double *p = bin + 3 * nc_bin_of(&ctx->map, x[i]);
+            p[0] += 1.0;
+            p[1] += x[i];
+            p[2] += y[i];
+        }
+        if (!ctx->binned) {
+            memcpy(ctx->px + ctx->slot[t], x, d * sizeof *x);
+            memcpy(ctx->py + ctx->slot[t], y, d * sizeof *y);
+        }
+        if (real) {
+            size_t tok = r->tokens ? r->tokens[t] : t;
+            nc_tensor_rows(real, tok, 1, yr);
+            nc_norm_affine(r->weight, r->bias, d, y);
+            double m = a->real_max, sq = 0;
+            for (i = 0; i < d; i++) {
+                double e = fabs(yr[i] - y[i]);
+                m = e > m || e != e ? e : m; /* a NaN difference shows as NaN */
+                sq += e * e;
+            }
+            a->real_max = m;
+            nc_sum_add(&a->real_sq, sq);
+        }
+    }
+}
+
+/* ============================================================= channel */
+
+enum { CH_T, CH_TT, CH_YT, CH_T1, CH_TT1, CH_YT1, CH_T2, CH_TT2, CH_YT2, CH_Y, CH_YY, CH_N };
+
+/* The sample of tokens the first Newton passes of the per-channel fit use:
+ * one token in CHANNEL_SAMPLE_STRIDE, but at least CHANNEL_SAMPLE_POINTS
+ * points. Newton then needs only about two passes over all tokens. */
+#define CHANNEL_SAMPLE_STRIDE 8
+#define CHANNEL_SAMPLE_POINTS ((size_t)1 << 20)
+#define CHANNEL_SAMPLE_TOL 1e-4 /* step in log(alpha) that ends the sampled stage */
+
+typedef struct chan_ctx {
+    run *r;
+    double alpha;
+    double *acc[NC_SHARDS]; /* [CH_N * d] each */
+    size_t used[NC_SHARDS]; /* tokens with an output */
+} chan_ctx;
+
+/* One group of three per-channel sums: a += u, b += v, c += y u (a separate
+ * function so that restrict on its parameters lets GCC vectorise it; with
+ * nine arrays in one loop it gives up). */
+NC_VM_INLINE void acc3(size_t d, double *restrict a, double *restrict b, double *restrict c,
+                       const double *restrict u, const double *restrict v,
+                       const double *restrict y)
+{
+    for (size_t i = 0; i < d; i++) {
+        a[i] += u[i];
+        b[i] += v[i];
+        c[i] += y[i] * u[i];
+    }
+}
+
+/* T = tanh(alpha x), its first (T1 = dT/dalpha = x (1 - T^2)) and second
+ * (T2 = -2 x T T1) derivatives in alpha, and y, for one token; v = T^2. */
+NC_VM_INLINE void chan_terms(size_t d, const double *restrict x, double c, double inv,
+                             double alpha, double *restrict y, double *restrict T,
+                             double *restrict T1, double *restrict T2, double *restrict v)
+{
+    for (size_t i = 0; i < d; i++) {
+        double ti = nc_tanh(alpha * x[i]);
+        double t1 = x[i] * (1.0 - ti * ti);
+        y[i] = (x[i] - c) * inv;
+        T[i] = ti;
+        T1[i] = t1;
+        T2[i] = -2.0 * x[i] * ti * t1;
+        v[i] = ti * ti;
+    }
+}
+
+/* Per channel, the sums over tokens of y, y^2, T, T^2, yT and of the first
+ * and second derivatives of the last three in alpha (chan_terms).
+ * scratch: [5 * d]. */
+NC_VMATH_CLONES static void chan_block(void *vctx, int shard, size_t t0, size_t nt,
+                                       const double *rows, void *scratch)
+{
+    chan_ctx *ctx = vctx;
+    run *r = ctx->r;
+    const size_t d = r->d;
+    double *A = ctx->acc[shard];
+    double *y = scratch, *T = y + d, *T1 = T + d, *T2 = T1 + d, *v = T2 + d;
+    for (size_t k = 0; k < nt; k++) {
+        size_t t = t0 + k;
+        if (r->status[t] != NC_TOKEN_OK)
+            continue;
+        ctx->used[shard]++;
+        chan_terms(d, rows + k * d, r->centre[t], r->inv[t], ctx->alpha, y, T, T1, T2, v);
+        acc3(d, A + CH_T * d, A + CH_TT * d, A + CH_YT * d, T, v, y);
+        for (size_t i = 0; i < d; i++)
+            v[i] = T[i] * T1[i];
+        acc3(d, A + CH_T1 * d, A + CH_TT1 * d, A + CH_YT1 * d, T1, v, y);
+        for (size_t i = 0; i < d; i++)
+            v[i] = T1[i] * T1[i] + T[i] * T2[i];
+        acc3(d, A + CH_T2 * d, A + CH_TT2 * d, A + CH_YT2 * d, T2, v, y);
+        double *restrict sy = A + CH_Y * d, *restrict syy = A + CH_YY * d;
+        for (size_t i = 0; i < d; i++) {
+            sy[i] += y[i];
+            syy[i] += y[i] * y[i];
+        }
+    }
+}
+
+/* Profiled objective S(alpha) = sum_i min_{g,b} sum_t (y - g T - b)^2 and its
+ * first two derivatives in alpha, from the merged sums; fills gamma_i, beta_i.
+ * M = [[sum T^2, sum T], [sum T, n]], v = [sum yT, sum y], z = M^-1 v:
+ *   S_i   = Syy - v.z
+ *   S_i'  = -2 v'.z + z.M'.z
+ *   S_i'' = -2 v''.z + z.M''.z - 2 z'.M.z',  z' = M^-1 (v' - M' z)          */
+static void chan_objective(const double *A, size_t d, double n, double *gamma, double *beta,
+                           double *S, double *S1, double *S2)
+{
+    double s0 = 0, s1 = 0, s2 = 0;
+    for (size_t i = 0; i < d; i++) {
+        double a = A[CH_T * d + i], b = A[CH_TT * d + i], cy = A[CH_YT * d + i];
+        double a1 = A[CH_T1 * d + i], b1 = 2 * A[CH_TT1 * d + i], cy1 = A[CH_YT1 * d + i];
+        double a2 = A[CH_T2 * d + i], b2 = 2 * A[CH_TT2 * d + i], cy2 = A[CH_YT2 * d + i];
+        double sy = A[CH_Y * d + i], syy = A[CH_YY * d + i];
+        double det = n * b - a * a;
+        if (!(det > 1e-14 * n * b)) {
+            /* T constant over the channel: only the offset is determined */
+            gamma[i] = 0;
+            beta[i] = sy / n;
+            s0 += syy - sy * sy / n;
+            continue;
+        }
+        double g = (n * cy - a * sy) / det, bt = (b * sy - a * cy) / det;
+        gamma[i] = g;
+        beta[i] = bt;
+        s0 += syy - (cy * g + sy * bt);
+        /* M' z and v' - M' z */
+        double mz0 = b1 * g + a1 * bt, mz1 = a1 * g;
+        s1 += -2 * cy1 * g + (g * mz0 + bt * mz1);
+        double r0 = cy1 - mz0, r1 = -mz1;
+        double zp0 = (n * r0 - a * r1) / det, zp1 = (b * r1 - a * r0) / det;
+        double zMz = zp0 * (b * zp0 + a * zp1) + zp1 * (a * zp0 + n * zp1);
+        double zM2z = g * (b2 * g + a2 * bt) + bt * (a2 * g);
+        s2 += -2 * cy2 * g + zM2z - 2 * zMz;
+    }
+    *S = s0;
+    *S1 = s1;
+    *S2 = s2;
+}
+
+/* Safeguarded Newton on u = log(alpha), one pass over r's tokens per step,
+ * until the step is below tol or max_passes. In: *u the start; out: *u the
+ * last evaluated point, whose gamma_i, beta_i are in pc[2d] and whose
+ * objective is *S_out. mem: [NC_SHARDS * CH_N * d]. */
+static int newton_channel(run *r, double *mem, double tol, int max_passes, double *u,
+                          double *pc, double *S_out, bool *done, int *passes, nc_err *err)
+{
+    const size_t d = r->d;
+    chan_ctx ctx = {.r = r};
+    for (int s = 0; s < NC_SHARDS; s++)
+        ctx.acc[s] = mem + (size_t)s * CH_N * d;
+    double u_prev = *u, S_prev = INFINITY, step = 0;
+    *done = false;
+    for (int it = 0; it < max_passes; it++) {
+        ctx.alpha = exp(*u);
+        memset(mem, 0, (size_t)NC_SHARDS * CH_N * d * sizeof *mem);
+        memset(ctx.used, 0, sizeof ctx.used);
+        nc_progress_begin(r->spec->progress, r->spec->name, "per-channel",
+                          (uint64_t)(r->nt * d));
+        r->pass.scratch_bytes = 5 * d * sizeof(double);
+        int rc = nc_pass_run(&r->pass, chan_block, &ctx, err);
+        if (rc)
+            return rc;
+        (*passes)++;
+        size_t used = ctx.used[0];
+        for (int s = 1; s < NC_SHARDS; s++) {
+            used += ctx.used[s];
+            for (size_t k = 0; k < CH_N * d; k++)
+                mem[k] += ctx.acc[s][k];
+        }
+        double S, S1, S2;
+        chan_objective(mem, d, (double)used, pc, pc + d, &S, &S1, &S2);
+        if (S > S_prev && fabs(step) > 1e-6) {
+            /* the Newton step went uphill: halve it and evaluate again */
+            step *= 0.5;
+            *u = u_prev + step;
+            continue;
+        }
+        double alpha = ctx.alpha;
+        double Su = alpha * S1, Suu = alpha * alpha * S2 + alpha * S1;
+        step = Suu > 0 ? -Su / Suu : (Su > 0 ? -0.5 : 0.5);
+        step = step > 0.5 ? 0.5 : step < -0.5 ? -0.5 : step;
+        u_prev = *u;
+        S_prev = S;
+        *S_out = S;
+        if (fabs(step) < tol || Su == 0) {
+            *done = true;
+            return 0;
+        }
+        *u += step;
+    }
+    *u = u_prev; /* pc and S_out belong to the last accepted point */
+    return 0;
+}
+
+static int pass_channel(run *r, double alpha0, nc_fit_result *fr, int *passes, nc_err *err)
+{
+    const size_t d = r->d;
+    double *mem = malloc((size_t)NC_SHARDS * CH_N * d * sizeof *mem);
+    double *pc = malloc(2 * d * sizeof *pc);
+    run sub = *r;
+    size_t *idx = NULL;
+    double *subc = NULL;
+    unsigned char *subs = NULL;
+    int rc = 0;
+    if (!mem || !pc) {
+        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for the per-channel fit",
+                        r->spec->name);
+        goto out;
+    }
+    double u = log(alpha0), S = NAN;
+    bool done = false;
+    int before = *passes;
+    /* stage 1: Newton on a strided sample of the tokens, to a loose tolerance */
+    size_t stride = CHANNEL_SAMPLE_STRIDE, m = (r->nt + stride - 1) / stride;
+    if (m * d < CHANNEL_SAMPLE_POINTS)
+        m = r->nt;
+    if (m < r->nt) {
+        idx = malloc(m * sizeof *idx);
+        subc = malloc(2 * m * sizeof *subc);
+        subs = malloc(m);
+        if (!idx || !subc || !subs) {
+            rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory", r->spec->name);
+            goto out;
+        }
+        for (size_t j = 0; j < m; j++) {
+            size_t t = j * stride;
+            idx[j] = r->tokens ? r->tokens[t] : t;
+            subc[j] = r->centre[t];
+            subc[m + j] = r->inv[t];
+            subs[j] = r->status[t];
+        }
+        sub.nt = m;
+        sub.tokens = idx;
+        sub.centre = subc;
+        sub.inv = subc + m;
+        sub.status = subs;
+        sub.pass.tokens = idx;
+        sub.pass.ntokens = m;
+        if ((rc = newton_channel(&sub, mem, CHANNEL_SAMPLE_TOL, CHANNEL_MAX_PASSES, &u, pc, &S,
+                                 &done, passes, err)))
+            goto out;
+    }
+    /* stage 2: all tokens, to full precision */
+    if ((rc = newton_channel(r, mem, CHANNEL_TOL, CHANNEL_MAX_PASSES, &u, pc, &S, &done,
+                             passes, err)))
+        goto out;
+    fr->params.p[0] = exp(u);
+    fr->params.pc = pc;
+    fr->params.d = d;
+    pc = NULL;
+    fr->objective = S;
+    fr->iterations = *passes - before;
+    fr->converged = done;
+    fr->ok = true;
+    snprintf(fr->status, sizeof fr->status, "%s",
+             done ? "ok" : "Newton passes reached the limit before the tolerance");
+out:
+    free(mem);
+    free(pc);
+    free(idx);
+    free(subc);
+    free(subs);
+    return rc;
+}
+
+/* =============================================================== verify */
+
+typedef struct verify_acc {
+    nc_sum sse[NC_FIT_COUNT], sabs[NC_FIT_COUNT];
+    double maxe[NC_FIT_COUNT];
+    nc_sum sst;
+    size_t sat[3];
+} verify_acc;
+
+typedef struct verify_ctx {
+    run *r;
+    const nc_fit_result *fits;
+    double ymean, alpha; /* alpha: DyT's, for the saturation shares (0: none) */
+    verify_acc acc[NC_SHARDS];
+} verify_ctx;
+
+NC_VMATH_CLONES static void verify_block(void *vctx, int shard, size_t t0, size_t nt,
+                                         const double *rows, void *scratch)
+{
+    verify_ctx *ctx = vctx;
+    run *r = ctx->r;
+    verify_acc *a = &ctx->acc[shard];
+    const size_t d = r->d;
+    double *y = scratch, *f = y + d;
+    for (size_t k = 0; k < nt; k++) {
+        size_t t = t0 + k;
+        if (r->status[t] != NC_TOKEN_OK)
+            continue;
+        const double *x = rows + k * d;
+        const double c = r->centre[t], inv = r->inv[t], ym = ctx->ymean;
+        double sst[NC_LANES] = {0};
+        size_t i = 0;
+        for (i = 0; i < d; i++)
+            y[i] = (x[i] - c) * inv;
+        for (i = 0; i + NC_LANES <= d; i += NC_LANES)
+            for (int j = 0; j < NC_LANES; j++)
+                sst[j] += (y[i + j] - ym) * (y[i + j] - ym);
+        for (int j = 0; i < d; i++, j++)
+            sst[j] += (y[i] - ym) * (y[i] - ym);
+        nc_sum_add(&a->sst, nc_lanes_total(sst));
+        for (int fit = 0; fit < NC_FIT_COUNT; fit++) {
+            const nc_fit_result *fr = &ctx->fits[fit];
+            if (!fr->ok)
+                continue;
+            nc_surrogate_get((nc_fit_id)fit)->eval(&fr->params, 0, x, d, f);
+            double sse[NC_LANES] = {0}, sabs[NC_LANES] = {0}, m[NC_LANES] = {0};
+            for (i = 0; i + NC_LANES <= d; i += NC_LANES)
+                for (int j = 0; j < NC_LANES; j++) {
+                    double e = fabs(y[i + j] - f[i + j]);
+                    sse[j] += e * e;
+                    sabs[j] += e;
+                    m[j] = e > m[j] ? e : m[j];
+                }
+            for (int j = 0; i < d; i++, j++) {
+                double e = fabs(y[i] - f[i]);
+                sse[j] += e * e;
+                sabs[j] += e;
+                m[j] = e > m[j] ? e : m[j];
+            }
+            nc_sum_add(&a->sse[fit], nc_lanes_total(sse));
+            nc_sum_add(&a->sabs[fit], nc_lanes_total(sabs));
+            /* a NaN error makes the SSE NaN, which the report shows as null */
+            for (int j = 0; j < NC_LANES; j++)
+                a->maxe[fit] = m[j] > a->maxe[fit] ? m[j] : a->maxe[fit];
+        }
+        if (ctx->alpha > 0) {
+            size_t s1 = 0, s2 = 0, s3 = 0;
+            const double al = ctx->alpha;
+            for (i = 0; i < d; i++) {
+                double z = fabs(al * x[i]);
+                s1 += z > 1;
+                s2 += z > 2;
+                s3 += z > 3;
+            }
+            a->sat[0] += s1;
+            a->sat[1] += s2;
+            a->sat[2] += s3;
+        }
+    }
+}
+
+/* ================================================================= fits */
+
+/* Draws `m` distinct token indices of [0, N), ascending (Floyd's algorithm
+ * on a bitmap). */
+static size_t *sample_tokens(size_t N, size_t m, uint64_t seed)
+{
+    size_t *out = malloc(m * sizeof *out);
+    unsigned char *mark = calloc(N, 1);
+    if (!out || !mark) {
+        free(out);
+        free(mark);
+        return NULL;
+    }
+    nc_rng rng;
+    nc_rng_seed(&rng, seed, 0x5a4d504cu);
+    for (size_t j = N - m; j < N; j++) {
+        size_t t = (size_t)nc_rng_below(&rng, (uint64_t)j + 1);
+        mark[mark[t] ? j : t] = 1;
+    }
+    size_t k = 0;
+    for (size_t t = 0; t < N; t++)
+        if (mark[t])
+            out[k++] = t;
+    free(mark);
+    return out;
+}
+
+static void fit_status(nc_fit_result *fr, const nc_fit_out *fo)
+{
+    fr->iterations = fo->iterations;
+    fr->converged = fo->converged;
+    fr->objective = fo->objective;
+    snprintf(fr->status, sizeof fr->status, "%s", fo->status);
+    fr->ok = true;
+}
+
+static void set_amp(nc_fit_result *fr, nc_amp amp, const nc_layer_spec *spec, size_t d,
+                    nc_fit_opts *o)
+{
+    fr->amp_fixed = nc_amp_resolve(amp, spec->norm, d, &fr->amp, &fr->amp_rule);
+    o->amp_fixed = fr->amp_fixed;
+    o->amp = fr->amp;
+}
+
+/* Coarse points for the scans: consecutive groups of the (x-ordered) bins
+ * merged into at most `target` weighted means. buf: [3 * target]. */
+static nc_points coarsen(const nc_points *bins, size_t target, double *buf)
+{
+    size_t g = (bins->n + target - 1) / target, k = 0;
+    double *x = buf, *y = buf + target, *w = buf + 2 * target;
+    for (size_t b0 = 0; b0 < bins->n; b0 += g, k++) {
+        double sw = 0, sx = 0, sy = 0;
+        for (size_t b = b0; b < b0 + g && b < bins->n; b++) {
+            sw += bins->w[b];
+            sx += bins->w[b] * bins->x[b];
+            sy += bins->w[b] * bins->y[b];
+        }
+        x[k] = sx / sw;
+        y[k] = sy / sw;
+        w[k] = sw;
+    }
+    return (nc_points){.x = x, .y = y, .w = w, .n = k};
+}
+
+/* A fit through the levels of data, coarse to fine: the scan (or LM's
+ * start) on the coarsest, then each finer level polishes from the previous
+ * optimum. levels[] ends with the finest available (bins or raw points). */
+typedef struct levels {
+    const nc_points *lv[3];
+    int n;
+} levels;
+
+static int fit_profiled(int fam, const levels *L, nc_fit_opts o, nc_fit_result *fr,
+                        nc_err *err)
+{
+    nc_fit_out fo = {0};
+    int (*fit)(const nc_points *, const nc_fit_opts *, nc_fit_out *, nc_err *) =
+        fam == NC_FIT_DYT ? nc_fit_dyt : nc_fit_dyisru;
+    int iters = 0;
+    for (int k = 0; k < L->n; k++) {
+        int rc = fit(L->lv[k], &o, &fo, err);
+        if (rc)
+            return rc;
+        iters += fo.iterations;
+        if (!fo.converged)
+            break; /* report the coarse answer with its status */
+        o.start = fo.p[0];
+    }
+    fo.iterations = iters;
+    memcpy(fr->params.p, fo.p, sizeof fo.p);
+    fit_status(fr, &fo);
+    return 0;
+}
+
+/* Points for the scans (at most this many coarse bins). */
+#define COARSE_POINTS 2048
+
+static int run_fits(run *r, nc_layer_result *res, const nc_points *bins, const nc_points *raw,
+                    double xs, const bins_ctx *bc, nc_err *err)
+{
+    const nc_layer_spec *spec = r->spec;
+    const size_t d = r->d;
+    nc_fit_result *F = res->fits;
+    const nc_points *pts = raw->n > 0 ? raw : bins; /* the finest data there is */
+    int rc;
+    double coarse_buf[3 * COARSE_POINTS];
+    nc_points coarse;
+    levels L = {.n = 0};
+    if (bins->n > 2 * COARSE_POINTS) {
+        coarse = coarsen(bins, COARSE_POINTS, coarse_buf);
+        L.lv[L.n++] = &coarse;
+    }
+    L.lv[L.n++] = bins;
+    if (raw->n > 0)
+        L.lv[L.n++] = raw;
+
+    if (spec->fit[NC_FIT_LINEAR]) {
+        /* closed form from the exact centred sums of the bins pass */
+        const bins_acc *a = &bc->acc[0];
+        double n = (double)res->points, sxx = nc_sum_get(&a->sxx), sxy = nc_sum_get(&a->sxy);
+        double slope = sxx > 0 ? sxy / sxx : 0;
+        F[NC_FIT_LINEAR].params.p[0] = slope;
+        F[NC_FIT_LINEAR].params.p[1] = nc_sum_get(&a->sy) / n - slope * bc->xmean;
+        F[NC_FIT_LINEAR].iterations = 1;
+        F[NC_FIT_LINEAR].converged = sxx > 0;
+        snprintf(F[NC_FIT_LINEAR].status, sizeof F[0].status, "%s",
+                 sxx > 0 ? "ok" : "all x equal: slope set to 0");
+        F[NC_FIT_LINEAR].ok = true;
+    }
+    bool need_dyt = spec->fit[NC_FIT_DYT] || spec->fit[NC_FIT_DERF] ||
+                    spec->fit[NC_FIT_DYT_PER_CHANNEL];
+    nc_fit_opts o = {.x_scale = xs};
+    if (need_dyt) {
+        set_amp(&F[NC_FIT_DYT], spec->amp_dyt, spec, d, &o);
+        if ((rc = fit_profiled(NC_FIT_DYT, &L, o, &F[NC_FIT_DYT], err)))
+            return rc;
+    }
+    if (spec->fit[NC_FIT_DYISRU]) {
+        nc_fit_result *fr = &F[NC_FIT_DYISRU];
+        o = (nc_fit_opts){.x_scale = xs};
+        set_amp(fr, spec->amp_dyisru, spec, d, &o); /* config validation keeps it fixed */
+        if ((rc = fit_profiled(NC_FIT_DYISRU, &L, o, fr, err)))
+            return rc;
+    }
+    if (spec->fit[NC_FIT_DYISRU_FREE]) {
+        o = (nc_fit_opts){.x_scale = xs};
+        if ((rc = fit_profiled(NC_FIT_DYISRU, &L, o, &F[NC_FIT_DYISRU_FREE], err)))
+            return rc;
+    }
+    if (spec->fit[NC_FIT_DERF] && F[NC_FIT_DYT].ok) {
+        nc_fit_result *fr = &F[NC_FIT_DERF];
+        nc_fit_out fo;
+        o = (nc_fit_opts){.x_scale = xs};
+        set_amp(fr, spec->amp_derf, spec, d, &o);
+        /* tanh(z) ~ erf(z sqrt(pi)/2) near 0: start from the DyT fit on the
+         * coarsest level, then polish level by level */
+        const double *p = F[NC_FIT_DYT].params.p;
+        double init[4] = {p[0] * 0.886226925452758, 0.0, p[1], p[2]};
+        int iters = 0;
+        for (int k = 0; k < L.n; k++) {
+            if ((rc = nc_fit_derf(L.lv[k], &o, init, &fo, err)))
+                return rc;
+            iters += fo.iterations;
+            memcpy(init, fo.p, sizeof init);
+        }
+        fo.iterations = iters;
+        memcpy(fr->params.p, fo.p, sizeof fo.p);
+        fit_status(fr, &fo);
+    }
+    double rho = res->stats.rho;
+    if (spec->fit[NC_FIT_DYT_THEORY]) {
+        nc_fit_result *fr = &F[NC_FIT_DYT_THEORY];
+        fr->params = nc_dyt_theory_params(rho, d);
+        fr->ok = fr->converged = true;
+        snprintf(fr->status, sizeof fr->status, "ok");
+    }
+    if (spec->fit[NC_FIT_DYISRU_THEORY]) {
+        nc_fit_result *fr = &F[NC_FIT_DYISRU_THEORY];
+        fr->params = nc_dyisru_theory_params(rho, d);
+        fr->ok = fr->converged = true;
+        snprintf(fr->status, sizeof fr->status, "ok");
+    }
+    /* the solver's objective for the closed-form and theory curves too */
+    for (int j = 0; j < NC_FIT_COUNT; j++)
+        if (F[j].ok && j != NC_FIT_DYT_PER_CHANNEL &&
+            (j == NC_FIT_LINEAR || nc_surrogate_get((nc_fit_id)j)->theory))
+            F[j].objective = nc_fit_objective(pts, nc_surrogate_get((nc_fit_id)j), &F[j].params);
+    return 0;
+}
+
+/* ============================================================ analysis */
+
+int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *err)
+{
+    memset(res, 0, sizeof *res);
+    const nc_tensor *x = spec->x;
+    const size_t N = x->N, d = x->d;
+    int rc = 0;
+    run r = {.spec = spec, .N = N, .d = d};
+    bins_ctx *bc = NULL;
+    double *binmem = NULL, *pxy = NULL;
+    size_t *tokens = NULL, *slot = NULL;
+    verify_ctx *vc = NULL;
+
+    if (!nc_dtype_is_float(x->dtype))
+        return nc_err_set(err, NC_EUNSUPPORTED,
+                          "%s: input dtype %s is not supported (expected F32, F16, BF16 or F64)",
+                          spec->name, nc_dtype_name(x->dtype));
+    const nc_tensor *comp[3] = {spec->y_real, spec->weight, spec->bias};
+    const char *comp_name[3] = {"output", "weight", "bias"};
+    for (int k = 0; k < 3; k++) {
+        const nc_tensor *c = comp[k];
+        if (!c)
+            continue;
+        if (!nc_dtype_is_float(c->dtype))
+            return nc_err_set(err, NC_EUNSUPPORTED,
+                              "%s: %s dtype %s is not supported (expected F32, F16, BF16 or F64)",
+                              spec->name, comp_name[k], nc_dtype_name(c->dtype));
+        bool fits = k == 0 ? (c->N == N && c->d == d) : c->nelem == d;
+        if (!fits) {
+            char a[128], b[128];
+            nc_tensor_shape_str(c, a, sizeof a);
+            nc_tensor_shape_str(x, b, sizeof b);
+            return nc_err_set(err, NC_EINVAL, "%s: %s has shape %s, expected %s for input %s",
+                              spec->name, comp_name[k], a, k == 0 ? "the input's shape" : "[d]",
+                              b);
+        }
+    }
+
+    res->name = strdup(spec->name);
+    if (!res->name)
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    res->norm = spec->norm;
+    res->eps = spec->eps;
+    res->N = N;
+    res->d = d;
+    for (int j = 0; j < NC_FIT_COUNT; j++)
+        res->fits[j].enabled = spec->fit[j];
+
+    /* the tokens to visit */
+    r.nt = N;
+    if (spec->sample_tokens > 0 && spec->sample_tokens < N) {
+        if (!(tokens = sample_tokens(N, spec->sample_tokens, spec->seed))) {
+            rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for the token sample", spec->name);
+            goto out;
+        }
+        r.tokens = tokens;
+        r.nt = spec->sample_tokens;
+    }
+    r.pass = (nc_pass){.x = x, .tokens = r.tokens, .ntokens = r.nt, .threads = spec->threads,
+                       .progress = spec->progress};
+    r.centre = calloc(r.nt ? r.nt : 1, sizeof *r.centre);
+    r.inv = calloc(r.nt ? r.nt : 1, sizeof *r.inv);
+    r.status = calloc(r.nt ? r.nt : 1, 1);
+    if (!r.centre || !r.inv || !r.status) {
+        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for token statistics", spec->name);
+        goto out;
+    }
+    if (spec->weight || spec->bias) {
+        r.weight = spec->weight ? malloc(d * sizeof(double)) : NULL;
+        r.bias = spec->bias ? malloc(d * sizeof(double)) : NULL;
+        if ((spec->weight && !r.weight) || (spec->bias && !r.bias)) {
+            rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory", spec->name);
+            goto out;
+        }
+        if (r.weight)
+            nc_tensor_elems(spec->weight, 0, d, r.weight);
+        if (r.bias)
+            nc_tensor_elems(spec->bias, 0, d, r.bias);
+    }
+
+    /* ---- pass 1: statistics ---- */
+    double t0 = now_s();
+    if (d > 0 && r.nt > 0) {
+        if ((rc = pass_stats(&r, &res->stats, err)))
+            goto out;
+        res->passes++;
+    } else {
+        res->stats.tokens = r.nt;
+        res->stats.mean = res->stats.std = res->stats.rms = NAN;
+        res->stats.min = res->stats.max = res->stats.rho = NAN;
+        res->stats.scale_std = res->stats.scale_min = res->stats.scale_max = NAN;
+    }
+    res->time_stats_s = now_s() - t0;
+    const size_t used = res->stats.tokens_used;
+    res->points = used * d;
+    if (res->points == 0) {
+        for (int j = 0; j < NC_FIT_COUNT; j++)
+            if (spec->fit[j])
+                snprintf(res->fits[j].status, sizeof res->fits[j].status,
+                         "no usable token: nothing to fit");
+        res->y_mean = res->y_sst = NAN;
+        goto out;
+    }
+
+    /* ---- pass 2: bins (or raw points), affine sums, real-output check ---- */
+    t0 = now_s();
+    bc = calloc(1, sizeof *bc);
+    if (!bc) {
+        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for the bins", spec->name);
+        goto out;
+    }
+    bc->r = &r;
+    bc->xmean = res->stats.mean;
+    size_t max_exact = spec->max_exact_points ? spec->max_exact_points : NC_DEFAULT_MAX_EXACT;
+    bc->binned = res->points > max_exact;
+    double xmax = fmax(fabs(res->stats.min), fabs(res->stats.max));
+    bc->map = nc_binmap_make(res->stats.rms, xmax, spec->max_bins ? spec->max_bins
+                                                                  : NC_DEFAULT_BINS);
+    size_t nbins = nc_binmap_count(&bc->map);
+    binmem = calloc(3 * NC_SHARDS * nbins, sizeof *binmem);
+    if (!binmem) {
+        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu bins", spec->name, nbins);
+        goto out;
+    }
+    if (!bc->binned) {
+        pxy = malloc(2 * res->points * sizeof *pxy);
+        slot = malloc(r.nt * sizeof *slot);
+        if (!pxy || !slot) {
+            rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu points", spec->name,
+                            res->points);
+            goto out;
+        }
+        bc->px = pxy;
+        bc->py = pxy + res->points;
+        size_t next = 0;
+        for (size_t t = 0; t < r.nt; t++) {
+            slot[t] = next;
+            if (r.status[t] == NC_TOKEN_OK)
+                next += d;
+        }
+        bc->slot = slot;
+    }
+    for (int s = 0; s < NC_SHARDS; s++) {
+        bins_acc *a = &bc->acc[s];
+        a->bin = binmem + (size_t)(3 * s) * nbins;
+    }
+    r.pass.scratch_bytes = 2 * d * sizeof(double);
+    nc_progress_begin(spec->progress, spec->name, "bins", (uint64_t)(r.nt * d));
+    if ((rc = nc_pass_run(&r.pass, bins_block, bc, err)))
+        goto out;
+    res->passes++;
+    bins_acc *A = &bc->acc[0];
+    for (int s = 1; s < NC_SHARDS; s++) {
+        bins_acc *a = &bc->acc[s];
+        nc_sum_merge(&A->sxx, &a->sxx);
+        nc_sum_merge(&A->sxy, &a->sxy);
+        nc_sum_merge(&A->sy, &a->sy);
+        nc_sum_merge(&A->syy, &a->syy);
+        A->real_max = A->real_max >= a->real_max || A->real_max != A->real_max ? A->real_max
+                                                                                 : a->real_max;
+        nc_sum_merge(&A->real_sq, &a->real_sq);
+        for (size_t b = 0; b < 3 * nbins; b++)
+            A->bin[b] += a->bin[b];
+    }
+    res->y_mean = nc_sum_get(&A->sy) / (double)res->points;
+    if (spec->y_real) {
+        res->has_real = true;
+        res->real_affine = spec->weight || spec->bias;
+        res->real_max_abs_diff = A->real_max;
+        res->real_rms_diff = sqrt(nc_sum_get(&A->real_sq) / (double)res->points);
+    }
+    /* the fit points: nonempty bins' means, weighted by their counts */
+    res->binned = bc->binned;
+    /* means of the nonempty bins, gathered as x[], y[], w[] over the
+     * shards' memory that the merge left free */
+    double *bx = binmem + 3 * nbins, *by = bx + nbins, *bw = by + nbins;
+    size_t nonempty = 0;
+    for (size_t b = 0; b < nbins; b++) {
+        const double *p = A->bin + 3 * b;
+        if (p[0] == 0)
+            continue;
+        bx[nonempty] = p[1] / p[0];
+        by[nonempty] = p[2] / p[0];
+        bw[nonempty] = p[0];
+        nonempty++;
+    }
+    res->bins = nbins;
+    res->bins_nonempty = nonempty;
+    nc_points bins = {.x = bx, .y = by, .w = bw, .n = nonempty};
+    nc_points raw = {.x = bc->px, .y = bc->py, .w = NULL, .n = bc->binned ? 0 : res->points};
+    res->time_bins_s = now_s() - t0;
+
+    /* ---- fits on the points (no pass over the data) ---- */
+    t0 = now_s();
+    if ((rc = run_fits(&r, res, &bins, &raw, res->stats.std, bc, err)))
+        goto out;
+    res->time_fits_s = now_s() - t0;
+
+    /* ---- per-channel DyT: exact Newton passes ---- */
+    t0 = now_s();
+    if (spec->fit[NC_FIT_DYT_PER_CHANNEL] && res->fits[NC_FIT_DYT].ok) {
+        nc_fit_result *fr = &res->fits[NC_FIT_DYT_PER_CHANNEL];
+        if ((rc = pass_channel(&r, res->fits[NC_FIT_DYT].params.p[0], fr, &res->passes, err)))
+            goto out;
+    }
+    if (!spec->fit[NC_FIT_DYT])
+        res->fits[NC_FIT_DYT].ok = false; /* fitted only to seed Derf / per channel */
+    res->time_channel_s = now_s() - t0;
+
+    /* ---- pass: exact metrics of every fit ---- */
+    t0 = now_s();
+    vc = calloc(1, sizeof *vc);
+    if (!vc) {
+        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory", spec->name);
+        goto out;
+    }
+    vc->r = &r;
+    vc->fits = res->fits;
+    vc->ymean = res->y_mean;
+    vc->alpha = res->fits[NC_FIT_DYT].ok ? res->fits[NC_FIT_DYT].params.p[0] : 0;
+    r.pass.scratch_bytes = 2 * d * sizeof(double);
+    nc_progress_begin(spec->progress, spec->name, "verify", (uint64_t)(r.nt * d));
+    if ((rc = nc_pass_run(&r.pass, verify_block, vc, err)))
+        goto out;
+    res->passes++;
+    verify_acc *V = &vc->acc[0];
+    for (int s = 1; s < NC_SHARDS; s++) {
+        verify_acc *a = &vc->acc[s];
+        nc_sum_merge(&V->sst, &a->sst);
+        for (int j = 0; j < NC_FIT_COUNT; j++) {
+            nc_sum_merge(&V->sse[j], &a->sse[j]);
+            nc_sum_merge(&V->sabs[j], &a->sabs[j]);
+            V->maxe[j] = V->maxe[j] >= a->maxe[j] || V->maxe[j] != V->maxe[j] ? V->maxe[j]
+                                                                              : a->maxe[j];
+        }
+        for (int k = 0; k < 3; k++)
+            V->sat[k] += a->sat[k];
+    }
+    double n = (double)res->points;
+    res->y_sst = nc_sum_get(&V->sst);
+    for (int j = 0; j < NC_FIT_COUNT; j++) {
+        nc_fit_result *fr = &res->fits[j];
+        if (!fr->ok)
+            continue;
+        fr->sse = nc_sum_get(&V->sse[j]);
+        fr->rmse = sqrt(fr->sse / n);
+        fr->r2 = res->y_sst > 0 ? 1.0 - fr->sse / res->y_sst : NAN;
+        fr->max_abs_err = V->maxe[j];
+        fr->mean_abs_err = nc_sum_get(&V->sabs[j]) / n;
+    }
+    for (int k = 0; k < 3; k++)
+        res->saturation[k] = vc->alpha > 0 ? (double)V->sat[k] / n : NAN;
+    res->time_verify_s = now_s() - t0;
+
+out:
+    nc_progress_end(spec->progress);
+    if (!rc) {
+        /* hand the per-token state to the result for later passes */
+        res->tok = (nc_layer_tokens){r.nt, tokens, r.centre, r.inv, r.status};
+        tokens = NULL;
+        r.centre = r.inv = NULL;
+        r.status = NULL;
+    }
+    free(vc);
+    free(binmem);
+    free(pxy);
+    free(slot);
+    free(bc);
+    free(tokens);
+    free(r.centre);
+    free(r.inv);
+    free(r.status);
+    free(r.weight);
+    free(r.bias);
+    if (rc)
+        nc_layer_result_free(res);
+    return rc;
+}
+
+nc_pass nc_layer_pass(const nc_layer_result *res, const nc_tensor *x, int threads,
+                      nc_progress *progress)
+{
+    return (nc_pass){.x = x, .tokens = res->tok.index, .ntokens = res->tok.nt,
+                     .threads = threads, .progress = progress};
+}
+
+void nc_layer_result_free(nc_layer_result *res)
+{
+    if (!res)
+        return;
+    free(res->name);
+    free(res->tok.index);
+    free(res->tok.centre);
+    free(res->tok.inv);
+    free(res->tok.status);
+    free((double *)res->fits[NC_FIT_DYT_PER_CHANNEL].params.pc);
+    memset(res, 0, sizeof *res);
+}

@@ -1,0 +1,164 @@
+/*
+ * layer.h - everything normcmp computes for one normalization layer.
+ *
+ * A layer is a tensor of inputs x [N, d] with its norm (LayerNorm or
+ * RMSNorm, eps), and optionally the real output the model produced, the
+ * affine weight and bias, and upstream gradients. nc_layer_analyze runs the
+ * streaming passes of DESIGN.md over the (mapped) input:
+ *
+ *   stats    per-token centre and scale (the only state later passes need),
+ *            pooled input statistics, per-channel magnitudes
+ *   bins     y = (x - c_t) / scale_t recomputed; per-bin sums of x and y
+ *            (or the raw points, for small layers), the affine baseline's
+ *            sums, per-channel sums, the real-output check
+ *   fits     on the bins: DyT, DyISRU (fixed and free scale), Derf, the
+ *            theory curves, the affine baseline (fit.h); no data pass
+ *   channel  exact Newton passes for DyT with per-channel gamma_i, beta_i
+ *   verify   exact SSE, R^2, max and mean absolute error of every fit at its
+ *            parameters, DyT saturation fractions
+ *
+ * Memory is O(N + bins * shards + d * shards), never O(N * d) (except the
+ * raw points of a layer small enough to fit exactly, bounded by
+ * max_exact_points). Results do not depend on the thread count.
+ */
+#ifndef NC_LAYER_H
+#define NC_LAYER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/surrogate.h"
+#include "core/norm.h"
+#include "core/par.h"
+#include "core/tensor.h"
+#include "util/err.h"
+#include "util/progress.h"
+
+/* Defaults of the tunables (documented in the README's config section). */
+#define NC_DEFAULT_BINS 32768            /* upper bound on bins of x */
+#define NC_DEFAULT_MAX_EXACT ((size_t)1 << 18) /* polish on raw points up to this many */
+#define NC_TOP_CHANNELS 8                /* outlier channels reported */
+
+/* How a fit's amplitude (gamma, or DyISRU's scale) is set. */
+typedef enum nc_amp_rule {
+    NC_AMP_FREE,          /* fitted */
+    NC_AMP_SQRT_D,        /* fixed to sqrt(d): the RMSNorm bound */
+    NC_AMP_SQRT_D_MINUS_1, /* fixed to sqrt(d-1): the LayerNorm bound */
+    NC_AMP_AUTO,          /* sqrt(d) for RMSNorm, sqrt(d-1) for LayerNorm */
+    NC_AMP_VALUE,         /* fixed to a given number */
+} nc_amp_rule;
+
+typedef struct nc_amp {
+    nc_amp_rule rule;
+    double value; /* for NC_AMP_VALUE */
+} nc_amp;
+
+/* "free", "sqrt(d)", "sqrt(d-1)", "auto", "value". */
+const char *nc_amp_rule_name(nc_amp_rule rule);
+
+/* Resolves an amplitude rule for a layer: false for free, else true with
+ * *value and *rule_out the concrete rule (auto becomes sqrt(d) or
+ * sqrt(d-1)). */
+bool nc_amp_resolve(nc_amp amp, nc_norm_kind norm, size_t d, double *value,
+                    nc_amp_rule *rule_out);
+
+typedef struct nc_layer_spec {
+    const char *name;          /* label in the report */
+    nc_norm_kind norm;
+    double eps;
+    const nc_tensor *x;        /* input [N, d], a float tensor */
+    const nc_tensor *y_real;   /* optional: the real output, after the affine part, [N, d] */
+    const nc_tensor *weight;   /* optional: affine weight [d] */
+    const nc_tensor *bias;     /* optional: affine bias [d] */
+    bool fit[NC_FIT_COUNT];    /* which fits to run */
+    nc_amp amp_dyt;            /* DyT's gamma (default free) */
+    nc_amp amp_dyisru;         /* the "dyisru" fit's scale (default auto) */
+    nc_amp amp_derf;           /* Derf's gamma (default free) */
+    size_t sample_tokens;      /* 0: all tokens; else a seeded random subset */
+    uint64_t seed;
+    size_t max_bins;           /* 0: NC_DEFAULT_BINS */
+    size_t max_exact_points;   /* 0: NC_DEFAULT_MAX_EXACT */
+    int threads;               /* 0: online CPUs */
+    nc_progress *progress;     /* optional */
+} nc_layer_spec;
+
+/* A spec with the defaults: every fit, DyT/Derf amplitude free, DyISRU auto. */
+void nc_layer_spec_defaults(nc_layer_spec *spec);
+
+typedef struct nc_input_stats {
+    size_t tokens;            /* tokens visited (N, or the sample) */
+    size_t tokens_used;       /* tokens with a defined output: in the fits */
+    size_t nonfinite_tokens;  /* left out: a NaN or infinity among their values */
+    size_t nonfinite_values;  /* how many values those were */
+    size_t zero_scale_tokens; /* left out: scale 0 (constant with eps 0, or all zero) */
+    double mean, std, rms;    /* over all values of finite tokens */
+    double min, max;
+    double rho;               /* mean token scale over used tokens */
+    double scale_std, scale_min, scale_max; /* spread of token scales */
+    size_t ntop;              /* channels listed in top[] */
+    struct {
+        size_t channel;
+        double max_abs; /* max |x| in the channel */
+        double rms;     /* sqrt(mean x^2) in the channel */
+    } top[NC_TOP_CHANNELS];   /* by max |x|, descending */
+} nc_input_stats;
+
+typedef struct nc_fit_result {
+    bool enabled;          /* requested */
+    bool ok;               /* computed (a theory curve or a fit that ran) */
+    nc_params params;      /* p[], and pc for dyt_per_channel (owned here: free via result) */
+    bool amp_fixed;
+    double amp;
+    nc_amp_rule amp_rule;  /* concrete rule when fixed */
+    int iterations;
+    bool converged;
+    char status[160];
+    double objective;      /* the solver's objective (binned or exact) at params */
+    /* exact, over all used points, from the verify pass */
+    double sse, rmse, r2, max_abs_err, mean_abs_err;
+} nc_fit_result;
+
+/* The per-token state every later pass needs (DESIGN.md "norm"): which
+ * tokens were visited and, for each, y = (x - centre) * inv. */
+typedef struct nc_layer_tokens {
+    size_t nt;                 /* tokens visited */
+    size_t *index;             /* [nt] their indices in x (ascending), or NULL: all, in order */
+    double *centre;            /* [nt] mu (LayerNorm) or 0 (RMSNorm) */
+    double *inv;               /* [nt] 1 / scale */
+    unsigned char *status;     /* [nt] nc_token_status: only NC_TOKEN_OK tokens have an output */
+} nc_layer_tokens;
+
+typedef struct nc_layer_result {
+    char *name;                /* owned */
+    nc_layer_tokens tok;       /* owned */
+    nc_norm_kind norm;
+    double eps;
+    size_t N, d;
+    nc_input_stats stats;
+    bool has_real;             /* real output checked */
+    bool real_affine;          /* the check applied weight/bias */
+    double real_max_abs_diff, real_rms_diff;
+    size_t points;             /* points in the fits: tokens_used * d */
+    bool binned;               /* fits on bins (else on the raw points) */
+    size_t bins, bins_nonempty;
+    double y_mean, y_sst;      /* of the (pre-affine) output, for R^2 */
+    nc_fit_result fits[NC_FIT_COUNT];
+    double saturation[3];      /* DyT: share of points with |alpha x| > 1, 2, 3 */
+    int passes;                /* streaming passes over the input */
+    double time_stats_s, time_bins_s, time_fits_s, time_channel_s, time_verify_s;
+} nc_layer_result;
+
+/* A pass over the tokens of a finished analysis (the same visiting order
+ * and token sample), ready for nc_pass_run: x is the layer's input. */
+nc_pass nc_layer_pass(const nc_layer_result *res, const nc_tensor *x, int threads,
+                      nc_progress *progress);
+
+/* Runs the analysis. On success res is filled (free it with
+ * nc_layer_result_free); on failure res holds nothing to free. A layer with
+ * no usable token is not an error: the fits are marked not ok with a status. */
+int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *err);
+
+void nc_layer_result_free(nc_layer_result *res);
+
+#endif

@@ -1,0 +1,411 @@
+/*
+ * plan.c - resolving a config into layers and running them (plan.h).
+ */
+#include "analysis/plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/companion.h"
+#include "core/synth.h"
+#include "io/half.h"
+
+static int add_dump(nc_plan *plan, nc_dump *dump, nc_err *err)
+{
+    nc_dump **g = realloc(plan->dumps, (plan->ndumps + 1) * sizeof *g);
+    if (!g) {
+        nc_dump_close(dump);
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    }
+    plan->dumps = g;
+    plan->dumps[plan->ndumps++] = dump;
+    return 0;
+}
+
+/* Opens path once per plan (several layers may share a file). */
+static int get_dump(nc_plan *plan, const char *path, nc_dump **out, nc_err *err)
+{
+    for (size_t k = 0; k < plan->ndumps; k++)
+        if (strcmp(nc_dump_path(plan->dumps[k]), path) == 0) {
+            *out = plan->dumps[k];
+            return 0;
+        }
+    nc_dump *d;
+    int rc = nc_dump_open(path, &d, err);
+    if (rc)
+        return rc;
+    if ((rc = add_dump(plan, d, err)))
+        return rc;
+    *out = d;
+    return 0;
+}
+
+static int add_input(nc_plan *plan, nc_dump *dump, const nc_tensor *t, const char *role,
+                     size_t layer, nc_err *err)
+{
+    /* every tensor a layer reads must be a float tensor with at least one axis */
+    if (!nc_dtype_is_float(t->dtype))
+        return nc_err_set(err, NC_EUNSUPPORTED, "%s: tensor '%s': dtype %s is not supported as "
+                          "%s (expected F32, F16, BF16 or F64)", nc_dump_path(dump), t->name,
+                          nc_dtype_name(t->dtype), role);
+    if (t->rank < 1)
+        return nc_err_set(err, NC_EUNSUPPORTED, "%s: tensor '%s': a scalar is not supported as "
+                          "%s (expected shape [..., d])", nc_dump_path(dump), t->name, role);
+    nc_plan_input *g = realloc(plan->inputs, (plan->ninputs + 1) * sizeof *g);
+    if (!g)
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    plan->inputs = g;
+    plan->inputs[plan->ninputs++] = (nc_plan_input){dump, t, role, layer};
+    return 0;
+}
+
+static int add_layer(nc_plan *plan, const nc_config_layer *cl, const char *name,
+                     const nc_tensor *x, nc_plan_layer **out, nc_err *err)
+{
+    nc_plan_layer *g = realloc(plan->layers, (plan->nlayers + 1) * sizeof *g);
+    if (!g)
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    plan->layers = g;
+    nc_plan_layer *l = &plan->layers[plan->nlayers];
+    memset(l, 0, sizeof *l);
+    if (!(l->name = strdup(name)))
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    plan->nlayers++;
+    l->cfg = cl;
+    l->norm = nc_config_layer_norm(plan->cfg, cl);
+    l->eps = nc_config_layer_eps(plan->cfg, cl);
+    l->x = x;
+    *out = l;
+    return 0;
+}
+
+static bool file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* "<prefix>_input.npy" -> "<prefix>_<comp>.npy", or NULL if path is not
+ * named that way. Caller frees. */
+static char *npy_sibling(const char *path, const char *comp)
+{
+    size_t n = strlen(path);
+    const char *suffix = "_input.npy";
+    size_t sn = strlen(suffix);
+    if (n < sn || strcmp(path + n - sn, suffix) != 0)
+        return NULL;
+    size_t cap = n - sn + strlen(comp) + 6;
+    char *s = malloc(cap);
+    if (s)
+        snprintf(s, cap, "%.*s_%s.npy", (int)(n - sn), path, comp);
+    return s;
+}
+
+/* The companions of a layer read from a .npy file. */
+static int npy_companions(nc_plan *plan, nc_plan_layer *l, const nc_config_layer *cl,
+                          size_t li, nc_err *err)
+{
+    for (int c = 0; c < NC_COMP_COUNT; c++) {
+        char *auto_path = NULL;
+        const char *path = cl->comp[c];
+        if (!path) {
+            auto_path = npy_sibling(cl->file, nc_comp_name(c));
+            if (!auto_path || !file_exists(auto_path)) {
+                free(auto_path);
+                continue;
+            }
+            path = auto_path;
+        }
+        nc_dump *d;
+        int rc = get_dump(plan, path, &d, err);
+        free(auto_path);
+        if (rc)
+            return rc;
+        if (nc_dump_count(d) != 1)
+            return nc_err_set(err, NC_EINVAL, "%s: %s of layer '%s': expected a file with one "
+                              "tensor, found %zu", nc_dump_path(d), nc_comp_name(c), l->name,
+                              nc_dump_count(d));
+        l->comp[c] = nc_dump_tensor(d, 0);
+        if ((rc = add_input(plan, d, l->comp[c], nc_comp_name(c), li, err)))
+            return rc;
+    }
+    return 0;
+}
+
+/* The layer name of a safetensors tensor: "blocks.0.norm1.input" -> "blocks.0.norm1". */
+static char *st_layer_name(const char *tensor)
+{
+    size_t n = strlen(tensor);
+    const char *suffix = ".input";
+    size_t sn = strlen(suffix);
+    if (n > sn && strcmp(tensor + n - sn, suffix) == 0)
+        n -= sn;
+    char *s = malloc(n + 1);
+    if (s)
+        snprintf(s, n + 1, "%.*s", (int)n, tensor);
+    return s;
+}
+
+static int st_companions(nc_plan *plan, nc_dump *d, nc_plan_layer *l, const nc_config_layer *cl,
+                         const char *base, size_t li, nc_err *err)
+{
+    for (int c = 0; c < NC_COMP_COUNT; c++) {
+        int rc;
+        if (cl->comp[c]) {
+            nc_dump *cd;
+            if ((rc = get_dump(plan, cl->comp[c], &cd, err)))
+                return rc;
+            if (nc_dump_count(cd) != 1)
+                return nc_err_set(err, NC_EINVAL, "%s: %s of layer '%s': expected a file with "
+                                  "one tensor, found %zu", cl->comp[c], nc_comp_name(c), l->name,
+                                  nc_dump_count(cd));
+            l->comp[c] = nc_dump_tensor(cd, 0);
+            if ((rc = add_input(plan, cd, l->comp[c], nc_comp_name(c), li, err)))
+                return rc;
+            continue;
+        }
+        char name[1024];
+        snprintf(name, sizeof name, "%s.%s", base, nc_comp_name(c));
+        const nc_tensor *t = nc_dump_find(d, name);
+        if (!t)
+            continue;
+        l->comp[c] = t;
+        if ((rc = add_input(plan, d, t, nc_comp_name(c), li, err)))
+            return rc;
+    }
+    return 0;
+}
+
+/* The tensors a file-backed config layer selects. */
+static int open_file_layer(nc_plan *plan, const nc_config_layer *cl, size_t cfg_index,
+                           nc_err *err)
+{
+    nc_dump *d;
+    int rc = get_dump(plan, cl->file, &d, err);
+    if (rc)
+        return rc;
+    bool npy = strcmp(nc_dump_format(d), "npy") == 0;
+    const nc_tensor **sel = calloc(nc_dump_count(d) + 1, sizeof *sel);
+    if (!sel)
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    size_t nsel = 0;
+    if (npy) {
+        sel[nsel++] = nc_dump_tensor(d, 0);
+    } else if (cl->ntensors == 0) {
+        /* default: every "*.input" tensor */
+        for (size_t k = 0; k < nc_dump_count(d); k++)
+            if (nc_glob_match("*.input", nc_dump_tensor(d, k)->name))
+                sel[nsel++] = nc_dump_tensor(d, k);
+        if (nsel == 0) {
+            free(sel);
+            return nc_err_set(err, NC_EINVAL, "%s: no tensor named '*.input'; name the layer "
+                              "inputs with 'tensor' (layers[%zu].tensor or --tensor)", cl->file,
+                              cfg_index);
+        }
+    } else {
+        for (size_t j = 0; j < cl->ntensors; j++) {
+            size_t before = nsel;
+            for (size_t k = 0; k < nc_dump_count(d); k++) {
+                const nc_tensor *t = nc_dump_tensor(d, k);
+                bool dup = false;
+                for (size_t q = 0; q < nsel; q++)
+                    dup = dup || sel[q] == t;
+                if (!dup && nc_glob_match(cl->tensors[j], t->name))
+                    sel[nsel++] = t;
+            }
+            if (nsel == before) {
+                free(sel);
+                return nc_err_set(err, NC_EINVAL, "%s: tensor pattern '%s' matches no tensor "
+                                  "(layers[%zu].tensor; `normcmp inspect %s` lists them)",
+                                  cl->file, cl->tensors[j], cfg_index, cl->file);
+            }
+        }
+    }
+    if (cl->label && nsel > 1) {
+        free(sel);
+        return nc_err_set(err, NC_EINVAL, "%s: layers[%zu].label: one label for %zu tensors "
+                          "(expected a pattern matching one tensor, or no label)", cl->file,
+                          cfg_index, nsel);
+    }
+    for (size_t k = 0; k < nsel && !rc; k++) {
+        const nc_tensor *t = sel[k];
+        char *base = npy ? strdup(t->name) : st_layer_name(t->name);
+        if (!base) {
+            rc = nc_err_set(err, NC_ENOMEM, "out of memory");
+            break;
+        }
+        /* "ln00_input" -> "ln00" for the usual sibling layout */
+        size_t bn = strlen(base);
+        if (npy && bn > 6 && strcmp(base + bn - 6, "_input") == 0)
+            base[bn - 6] = '\0';
+        nc_plan_layer *l;
+        size_t li = plan->nlayers;
+        rc = add_layer(plan, cl, cl->label ? cl->label : base, t, &l, err);
+        if (!rc)
+            rc = add_input(plan, d, t, "input", li, err);
+        if (!rc)
+            rc = npy ? npy_companions(plan, l, cl, li, err)
+                     : st_companions(plan, d, l, cl, base, li, err);
+        free(base);
+    }
+    free(sel);
+    return rc;
+}
+
+/* Synthetic layers: generated into an in-memory dump. With synth.affine, a
+ * seeded weight and bias and the real output (LayerNorm/RMSNorm then the
+ * affine part, stored as float32) are generated too, so the real-output
+ * check has something to check. */
+static int open_synth_layer(nc_plan *plan, const nc_config_layer *cl, nc_err *err)
+{
+    const nc_synth_params *sp = &cl->synth_params;
+    /* for "outlier-steps", tokens is the number of steps k = 1..N (paper: 9)
+     * and dim the token length (paper: 100) */
+    size_t N = sp->N, d = sp->d;
+    nc_dump *dump;
+    char label[128];
+    snprintf(label, sizeof label, "synth:%s", cl->synth_preset);
+    int rc = nc_dump_mem_alloc(label, &dump, err);
+    if (rc)
+        return rc;
+    if ((rc = add_dump(plan, dump, err)))
+        return rc;
+    float *x = malloc(N * d * sizeof *x);
+    if (!x)
+        return nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu x %zu", label, N, d);
+    if (cl->outlier_steps) {
+        size_t channel;
+        rc = nc_synth_outlier_steps(sp->seed, d, (int)N, 5.0, 2.0, x, &channel, err);
+    } else {
+        rc = nc_synth_fill(sp, x, plan->cfg->threads, err);
+    }
+    if (rc) {
+        free(x);
+        return rc;
+    }
+    uint64_t shape[2] = {N, d};
+    if ((rc = nc_dump_mem_add(dump, "input", NC_F32, 2, shape, x, err)))
+        return rc;
+    nc_plan_layer *l;
+    size_t li = plan->nlayers;
+    const char *name = cl->label ? cl->label : cl->synth_preset;
+    if ((rc = add_layer(plan, cl, name, nc_dump_tensor(dump, 0), &l, err)) ||
+        (rc = add_input(plan, dump, l->x, "input", li, err)))
+        return rc;
+    if (!cl->synth_affine)
+        return 0;
+
+    float *w = malloc(d * sizeof *w), *b = malloc(d * sizeof *b), *y = malloc(N * d * sizeof *y);
+    if (!w || !b || !y) {
+        free(w);
+        free(b);
+        free(y);
+        return nc_err_set(err, NC_ENOMEM, "%s: out of memory", label);
+    }
+    nc_companion_affine(x, N, d, l->norm, l->eps, sp->seed, w, b, y);
+    uint64_t dshape[1] = {d};
+    if ((rc = nc_dump_mem_add(dump, "weight", NC_F32, 1, dshape, w, err))) {
+        free(b);
+        free(y);
+        return rc;
+    }
+    if (l->norm == NC_LAYERNORM) {
+        if ((rc = nc_dump_mem_add(dump, "bias", NC_F32, 1, dshape, b, err))) {
+            free(y);
+            return rc;
+        }
+    } else {
+        free(b);
+    }
+    if ((rc = nc_dump_mem_add(dump, "output", NC_F32, 2, shape, y, err)))
+        return rc;
+    l->comp[NC_COMP_OUTPUT] = nc_dump_find(dump, "output");
+    l->comp[NC_COMP_WEIGHT] = nc_dump_find(dump, "weight");
+    l->comp[NC_COMP_BIAS] = nc_dump_find(dump, "bias");
+    for (int c = 0; c < NC_COMP_COUNT; c++)
+        if (l->comp[c] && (rc = add_input(plan, dump, l->comp[c], nc_comp_name(c), li, err)))
+            return rc;
+    return 0;
+}
+
+int nc_plan_open(const nc_config *cfg, nc_plan **out, nc_err *err)
+{
+    *out = NULL;
+    nc_plan *plan = calloc(1, sizeof *plan);
+    if (!plan)
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    plan->cfg = cfg;
+    int rc = 0;
+    for (size_t k = 0; k < cfg->nlayers && !rc; k++) {
+        const nc_config_layer *cl = &cfg->layers[k];
+        rc = cl->synth ? open_synth_layer(plan, cl, err) : open_file_layer(plan, cl, k, err);
+    }
+    /* layer names must be unique: they key the report and the figures */
+    for (size_t a = 0; a < plan->nlayers && !rc; a++)
+        for (size_t b = a + 1; b < plan->nlayers && !rc; b++)
+            if (strcmp(plan->layers[a].name, plan->layers[b].name) == 0)
+                rc = nc_err_set(err, NC_EINVAL, "%s: two layers are named '%s' (give them "
+                                "distinct 'label's)", cfg->source, plan->layers[a].name);
+    if (rc) {
+        nc_plan_close(plan);
+        return rc;
+    }
+    *out = plan;
+    return 0;
+}
+
+int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err)
+{
+    const nc_config *cfg = plan->cfg;
+    for (size_t k = 0; k < plan->nlayers; k++) {
+        nc_plan_layer *l = &plan->layers[k];
+        nc_layer_spec spec;
+        nc_layer_spec_defaults(&spec);
+        spec.name = l->name;
+        spec.norm = l->norm;
+        spec.eps = l->eps;
+        spec.x = l->x;
+        spec.y_real = l->comp[NC_COMP_OUTPUT];
+        spec.weight = l->comp[NC_COMP_WEIGHT];
+        spec.bias = l->comp[NC_COMP_BIAS];
+        memcpy(spec.fit, cfg->fit, sizeof spec.fit);
+        spec.amp_dyt = cfg->amp_dyt;
+        spec.amp_dyisru = cfg->amp_dyisru;
+        spec.amp_derf = cfg->amp_derf;
+        spec.sample_tokens = cfg->sample_tokens;
+        spec.seed = cfg->seed;
+        spec.max_bins = cfg->max_bins;
+        spec.max_exact_points = cfg->max_exact_points;
+        spec.threads = cfg->threads;
+        spec.progress = progress;
+        int rc = nc_layer_analyze(&spec, &l->result, err);
+        if (rc)
+            return rc;
+        l->done = true;
+        if (l->cfg->outlier_steps) {
+            if ((rc = nc_outlier_steps_run(l->x, l->norm, l->eps, &l->outlier_steps, err)))
+                return rc;
+            l->has_outlier_steps = true;
+        }
+    }
+    return 0;
+}
+
+void nc_plan_close(nc_plan *plan)
+{
+    if (!plan)
+        return;
+    for (size_t k = 0; k < plan->nlayers; k++) {
+        free(plan->layers[k].name);
+        nc_layer_result_free(&plan->layers[k].result);
+    }
+    free(plan->layers);
+    free(plan->inputs);
+    for (size_t k = 0; k < plan->ndumps; k++)
+        nc_dump_close(plan->dumps[k]);
+    free(plan->dumps);
+    free(plan);
+}

@@ -1,0 +1,69 @@
+/*
+ * plan.h - from a config to analysed layers.
+ *
+ * nc_plan_open resolves everything before any number is computed: it opens
+ * (maps) every input file, matches tensor names and patterns, finds each
+ * layer's companions (real output, weight, bias, upstream gradient) and
+ * generates synthetic layers. Any bad input therefore fails here, before an
+ * output folder is touched. nc_plan_run then analyses the layers in order.
+ *
+ * Companions are found by name (DESIGN.md "layer"): in a safetensors file,
+ * "<layer>.output", "<layer>.weight", "<layer>.bias", "<layer>.grad_output"
+ * beside "<layer>.input"; for "<prefix>_input.npy", the files
+ * "<prefix>_output.npy", "<prefix>_weight.npy", ... next to it; a config's
+ * (or the command line's) explicit companion paths take precedence.
+ */
+#ifndef NC_PLAN_H
+#define NC_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "analysis/layer.h"
+#include "analysis/outlier.h"
+#include "io/dump.h"
+#include "report/config.h"
+#include "util/err.h"
+#include "util/progress.h"
+
+/* One tensor the run reads, for the report's "inputs" list. */
+typedef struct nc_plan_input {
+    nc_dump *dump;          /* borrowed from the plan */
+    const nc_tensor *tensor;
+    const char *role;       /* "input", "output", "weight", "bias", "grad_output" */
+    size_t layer;           /* index of the layer that uses it */
+} nc_plan_input;
+
+typedef struct nc_plan_layer {
+    char *name;             /* owned */
+    const nc_config_layer *cfg; /* borrowed from the config */
+    nc_norm_kind norm;
+    double eps;
+    const nc_tensor *x;
+    const nc_tensor *comp[NC_COMP_COUNT]; /* or NULL */
+    nc_layer_result result; /* filled by nc_plan_run */
+    bool has_outlier_steps;
+    nc_outlier_steps outlier_steps;
+    bool done;
+} nc_plan_layer;
+
+typedef struct nc_plan {
+    const nc_config *cfg;   /* borrowed */
+    nc_dump **dumps;        /* owned */
+    size_t ndumps;
+    nc_plan_layer *layers;
+    size_t nlayers;
+    nc_plan_input *inputs;
+    size_t ninputs;
+} nc_plan;
+
+/* Resolves cfg (which must outlive the plan). */
+int nc_plan_open(const nc_config *cfg, nc_plan **out, nc_err *err);
+
+/* Analyses every layer; progress may be NULL. */
+int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err);
+
+/* Frees the plan, its results and its dumps. Accepts NULL. */
+void nc_plan_close(nc_plan *plan);
+
+#endif

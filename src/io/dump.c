@@ -1,0 +1,285 @@
+/*
+ * dump.c - open a dump by its magic, map it, list and find its tensors
+ * (dump.h).
+ */
+#include "io/dump.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/npy.h"
+#include "io/safetensors.h"
+#include "util/sha256.h"
+
+enum kind { KIND_NPY, KIND_SAFETENSORS, KIND_MEMORY };
+
+struct nc_dump {
+    enum kind kind;
+    char *path;
+    unsigned char *map; /* the mapping (files) */
+    size_t len;
+    nc_st *st;          /* safetensors header */
+    nc_tensor npy;      /* the .npy tensor */
+    char *npy_name;
+    nc_tensor **mem;    /* in-memory tensors (each allocated once, so views stay
+                         * valid as more are added), with owned names and data */
+    size_t nmem;
+    bool have_sha;
+    char sha[65];
+};
+
+/* A file the user pointed at that is not there or not readable is theirs
+ * to fix (exit 2); anything else the OS refuses is not (exit 1). */
+static int open_code(int e)
+{
+    return (e == ENOENT || e == ENOTDIR || e == EACCES || e == EISDIR || e == ENAMETOOLONG ||
+            e == ELOOP)
+               ? NC_EINVAL
+               : NC_EIO;
+}
+
+static char *npy_name_of(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base);
+    if (n > 4 && strcmp(base + n - 4, ".npy") == 0)
+        n -= 4;
+    char *s = malloc(n + 1);
+    if (s) {
+        memcpy(s, base, n);
+        s[n] = '\0';
+    }
+    return s;
+}
+
+int nc_dump_open(const char *path, nc_dump **out, nc_err *err)
+{
+    *out = NULL;
+    int rc = 0;
+    nc_dump *dump = calloc(1, sizeof *dump);
+    if (!dump || !(dump->path = strdup(path))) {
+        free(dump);
+        return nc_err_set(err, NC_ENOMEM, "%s: out of memory", path);
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        rc = nc_err_set_errno(err, open_code(e), e, "%s: cannot open input file", path);
+        goto out;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        rc = nc_err_set_errno(err, NC_EIO, e, "%s: cannot stat input file", path);
+        goto out;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        rc = nc_err_set(err, NC_EINVAL, "%s: is a directory, expected a .npy or .safetensors file",
+                        path);
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = nc_err_set(err, NC_EINVAL, "%s: not a regular file, expected a .npy or .safetensors "
+                        "file", path);
+        goto out;
+    }
+    if (st.st_size == 0) {
+        rc = nc_err_set(err, NC_EFORMAT, "%s: empty file, expected a .npy or .safetensors file",
+                        path);
+        goto out;
+    }
+    if ((uint64_t)st.st_size > SIZE_MAX) {
+        rc = nc_err_set(err, NC_ERANGE, "%s: file too large to map", path);
+        goto out;
+    }
+    dump->len = (size_t)st.st_size;
+    void *m = mmap(NULL, dump->len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (m == MAP_FAILED) {
+        int e = errno;
+        rc = nc_err_set_errno(err, e == ENOMEM ? NC_ENOMEM : NC_EIO, e,
+                              "%s: cannot map input file", path);
+        goto out;
+    }
+    dump->map = m;
+    madvise(m, dump->len, MADV_WILLNEED);
+
+    static const unsigned char npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+    if (dump->len >= 6 && memcmp(dump->map, npy_magic, 6) == 0) {
+        dump->kind = KIND_NPY;
+        rc = nc_npy_parse(dump->map, dump->len, path, &dump->npy, err);
+        if (rc)
+            goto out;
+        if (!(dump->npy_name = npy_name_of(path))) {
+            rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory", path);
+            goto out;
+        }
+        dump->npy.name = dump->npy_name;
+    } else if (dump->len >= 9 && dump->map[8] == '{') {
+        dump->kind = KIND_SAFETENSORS;
+        rc = nc_st_parse(dump->map, dump->len, path, &dump->st, err);
+    } else {
+        rc = nc_err_set(err, NC_EFORMAT,
+                        "%s: unknown format: expected a .npy file (magic \\x93NUMPY) or a "
+                        "safetensors file (8-byte header length, then '{')", path);
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    if (rc) {
+        nc_dump_close(dump);
+        return rc;
+    }
+    *out = dump;
+    return 0;
+}
+
+int nc_dump_mem_alloc(const char *name, nc_dump **out, nc_err *err)
+{
+    *out = NULL;
+    nc_dump *dump = calloc(1, sizeof *dump);
+    if (!dump || !(dump->path = strdup(name))) {
+        free(dump);
+        return nc_err_set(err, NC_ENOMEM, "%s: out of memory", name);
+    }
+    dump->kind = KIND_MEMORY;
+    *out = dump;
+    return 0;
+}
+
+int nc_dump_mem_add(nc_dump *dump, const char *name, nc_dtype dt, int rank,
+                    const uint64_t *shape, void *data, nc_err *err)
+{
+    nc_tensor t = {.dtype = dt, .rank = rank, .data = data};
+    if (rank < 1 || rank > NC_MAX_RANK) {
+        free(data);
+        return nc_err_set(err, NC_EINVAL, "%s: tensor '%s': rank %d out of range", dump->path,
+                          name, rank);
+    }
+    memcpy(t.shape, shape, (size_t)rank * sizeof *shape);
+    if (nc_tensor_set_shape(&t) != 0) {
+        free(data);
+        return nc_err_set(err, NC_ERANGE, "%s: tensor '%s': shape too large", dump->path, name);
+    }
+    nc_tensor **grown = realloc(dump->mem, (dump->nmem + 1) * sizeof *grown);
+    nc_tensor *tp = malloc(sizeof *tp);
+    char *nm = strdup(name);
+    if (grown)
+        dump->mem = grown;
+    if (!grown || !tp || !nm) {
+        free(tp);
+        free(nm);
+        free(data);
+        return nc_err_set(err, NC_ENOMEM, "%s: out of memory", dump->path);
+    }
+    t.name = nm;
+    *tp = t;
+    dump->mem[dump->nmem++] = tp;
+    return 0;
+}
+
+void nc_dump_close(nc_dump *dump)
+{
+    if (!dump)
+        return;
+    if (dump->map)
+        munmap(dump->map, dump->len);
+    nc_st_free(dump->st);
+    free(dump->npy_name);
+    for (size_t i = 0; i < dump->nmem; i++) {
+        free((char *)dump->mem[i]->name);
+        free((void *)dump->mem[i]->data);
+        free(dump->mem[i]);
+    }
+    free(dump->mem);
+    free(dump->path);
+    free(dump);
+}
+
+const char *nc_dump_path(const nc_dump *dump)
+{
+    return dump->path;
+}
+
+const char *nc_dump_format(const nc_dump *dump)
+{
+    switch (dump->kind) {
+    case KIND_NPY: return "npy";
+    case KIND_SAFETENSORS: return "safetensors";
+    default: return "memory";
+    }
+}
+
+uint64_t nc_dump_bytes(const nc_dump *dump)
+{
+    return dump->len;
+}
+
+size_t nc_dump_count(const nc_dump *dump)
+{
+    switch (dump->kind) {
+    case KIND_NPY: return 1;
+    case KIND_SAFETENSORS: return nc_st_count(dump->st);
+    default: return dump->nmem;
+    }
+}
+
+const nc_tensor *nc_dump_tensor(const nc_dump *dump, size_t i)
+{
+    if (i >= nc_dump_count(dump))
+        return NULL;
+    switch (dump->kind) {
+    case KIND_NPY: return &dump->npy;
+    case KIND_SAFETENSORS: return nc_st_tensor(dump->st, i);
+    default: return dump->mem[i];
+    }
+}
+
+const nc_tensor *nc_dump_find(const nc_dump *dump, const char *name)
+{
+    for (size_t i = 0, n = nc_dump_count(dump); i < n; i++) {
+        const nc_tensor *t = nc_dump_tensor(dump, i);
+        if (strcmp(t->name, name) == 0)
+            return t;
+    }
+    return NULL;
+}
+
+bool nc_glob_is_pattern(const char *pattern)
+{
+    return strpbrk(pattern, "*?[") != NULL;
+}
+
+bool nc_glob_match(const char *pattern, const char *name)
+{
+    return fnmatch(pattern, name, 0) == 0;
+}
+
+void nc_dump_sha256(nc_dump *dump, char hex[65])
+{
+    if (!dump->have_sha) {
+        nc_sha256 c;
+        nc_sha256_init(&c);
+        if (dump->kind == KIND_MEMORY)
+            for (size_t i = 0; i < dump->nmem; i++)
+                nc_sha256_update(&c, dump->mem[i]->data, dump->mem[i]->nbytes);
+        else
+            nc_sha256_update(&c, dump->map, dump->len);
+        unsigned char h[32];
+        nc_sha256_final(&c, h);
+        for (int k = 0; k < 32; k++) {
+            static const char digits[] = "0123456789abcdef";
+            dump->sha[2 * k] = digits[h[k] >> 4];
+            dump->sha[2 * k + 1] = digits[h[k] & 15];
+        }
+        dump->sha[64] = '\0';
+        dump->have_sha = true;
+    }
+    memcpy(hex, dump->sha, 65);
+}

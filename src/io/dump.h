@@ -1,0 +1,58 @@
+/*
+ * dump.h - an activation dump: a memory-mapped .npy or .safetensors file (or
+ * tensors generated in memory), and the tensors in it.
+ *
+ * The format is told by the bytes, not the name: "\x93NUMPY" starts a .npy;
+ * a little-endian u64 header length followed by '{' starts a safetensors.
+ * Files are mapped read-only and never copied; tensor views point into the
+ * mapping and live until nc_dump_close. A .npy holds one tensor, named after
+ * the file without its folder and ".npy" (ln00_input.npy -> "ln00_input").
+ */
+#ifndef NC_DUMP_H
+#define NC_DUMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/tensor.h"
+#include "util/err.h"
+
+typedef struct nc_dump nc_dump;
+
+/* Opens and validates path. Errors: a missing or unreadable file, an empty
+ * file, an unknown format (NC_EINVAL/NC_EFORMAT), and every parser error. */
+int nc_dump_open(const char *path, nc_dump **out, nc_err *err);
+
+/* An empty in-memory dump called name (shown as its path), for generated
+ * tensors. */
+int nc_dump_mem_alloc(const char *name, nc_dump **out, nc_err *err);
+
+/* Adds a tensor to an in-memory dump, taking ownership of data (malloc'd,
+ * nelem * dtype size bytes, little-endian) even on failure. */
+int nc_dump_mem_add(nc_dump *dump, const char *name, nc_dtype dt, int rank,
+                    const uint64_t *shape, void *data, nc_err *err);
+
+/* Unmaps and frees. Accepts NULL. */
+void nc_dump_close(nc_dump *dump);
+
+const char *nc_dump_path(const nc_dump *dump);
+const char *nc_dump_format(const nc_dump *dump); /* "npy", "safetensors" or "memory" */
+uint64_t nc_dump_bytes(const nc_dump *dump);     /* file size (0 in memory) */
+size_t nc_dump_count(const nc_dump *dump);
+const nc_tensor *nc_dump_tensor(const nc_dump *dump, size_t i);
+
+/* The tensor called name, or NULL. */
+const nc_tensor *nc_dump_find(const nc_dump *dump, const char *name);
+
+/* True if pattern has glob characters (* ? [). */
+bool nc_glob_is_pattern(const char *pattern);
+
+/* True if name matches the shell-style glob pattern ('*' also matches '.'). */
+bool nc_glob_match(const char *pattern, const char *name);
+
+/* Hex SHA-256 of the file's bytes (computed once, then cached); for an
+ * in-memory dump, of the tensors' bytes in order. */
+void nc_dump_sha256(nc_dump *dump, char hex[65]);
+
+#endif
