@@ -1,0 +1,41 @@
+/*
+ * cli.h - the subcommands and what they share.
+ *
+ * Each subcommand parses its flags with getopt_long, builds what the
+ * library needs, calls it, and turns an nc_err into "normcmp: <message>"
+ * on stderr and an exit status: 0 success, 2 the user must fix something,
+ * 1 anything else (STYLE.md section 4).
+ */
+#ifndef NC_CLI_H
+#define NC_CLI_H
+
+#include <stdbool.h>
+
+#include "report/config.h"
+#include "util/err.h"
+
+int cli_inspect(int argc, char **argv);
+int cli_synth(int argc, char **argv);
+int cli_norm(int argc, char **argv);
+int cli_fit(int argc, char **argv);
+int cli_run(int argc, char **argv);
+
+/* Prints err's message and returns its exit status. */
+int cli_fail(const nc_err *err);
+
+/* Prints "normcmp: <cmd>: <message>" and a hint, returns 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The command line, shell-quoted where needed (owned by the caller). */
+char *cli_command_line(int argc, char **argv);
+
+/* Resolves and runs cfg, writes <output>/report.json (and, when
+ * config_path is given, a copy of the config as <output>/config.json), and
+ * prints the summary table on stdout. Returns the exit status. */
+int cli_execute(const nc_config *cfg, const char *command, const char *config_path, bool quiet);
+
+/* Checks stdout for write errors before a successful exit; returns the
+ * status to exit with. */
+int cli_finish_stdout(int status);
+
+#endif

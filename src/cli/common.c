@@ -1,0 +1,190 @@
+/*
+ * common.c - what the subcommands share: errors, the command line, and the
+ * plan -> report -> summary path of `fit` and `run`.
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analysis/plan.h"
+#include "report/report.h"
+#include "util/outfile.h"
+#include "util/progress.h"
+
+int cli_fail(const nc_err *err)
+{
+    fprintf(stderr, "normcmp: %s\n", err->msg[0] ? err->msg : "unknown error");
+    int st = nc_err_exit_status(err->code);
+    return st ? st : 1;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "normcmp: %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (see 'normcmp %s --help')\n", cmd);
+    va_end(ap);
+    return 2;
+}
+
+char *cli_command_line(int argc, char **argv)
+{
+    size_t n = 1;
+    for (int k = 0; k < argc; k++)
+        n += 3 + 4 * strlen(argv[k]);
+    char *s = malloc(n), *p = s;
+    if (!s)
+        return NULL;
+    for (int k = 0; k < argc; k++) {
+        const char *a = argv[k];
+        bool plain = *a != '\0';
+        for (const char *c = a; *c; c++)
+            plain = plain && (strchr("-_./=:,+@%", *c) || (*c >= '0' && *c <= '9') ||
+                              (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z'));
+        if (k)
+            *p++ = ' ';
+        if (plain) {
+            p += sprintf(p, "%s", a);
+            continue;
+        }
+        *p++ = '\'';
+        for (const char *c = a; *c; c++) {
+            if (*c == '\'')
+                p += sprintf(p, "'\\''");
+            else
+                *p++ = *c;
+        }
+        *p++ = '\'';
+    }
+    *p = '\0';
+    return s;
+}
+
+int cli_finish_stdout(int status)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "normcmp: cannot write to standard output: %s\n", strerror(errno));
+        return 1;
+    }
+    return status;
+}
+
+static void print_num(double v, int width)
+{
+    if (isfinite(v))
+        printf(" %*.*g", width, 6, v);
+    else
+        printf(" %*s", width, "-");
+}
+
+/* The summary table: one line per layer. */
+static void print_summary(const nc_plan *plan)
+{
+    int w = 5;
+    for (size_t k = 0; k < plan->nlayers; k++) {
+        int n = (int)strlen(plan->layers[k].name);
+        w = n > w ? n : w;
+    }
+    printf("%-*s %8s %6s %11s %11s %11s %11s %11s\n", w, "layer", "N", "d", "DyT alpha",
+           "alpha*std", "R2 affine", "R2 DyT", "R2 DyISRU");
+    for (size_t k = 0; k < plan->nlayers; k++) {
+        const nc_layer_result *r = &plan->layers[k].result;
+        const nc_fit_result *dyt = &r->fits[NC_FIT_DYT], *lin = &r->fits[NC_FIT_LINEAR],
+                            *isru = &r->fits[NC_FIT_DYISRU];
+        double alpha = dyt->ok ? dyt->params.p[0] : NAN;
+        printf("%-*s %8zu %6zu", w, r->name, r->N, r->d);
+        print_num(alpha, 11);
+        print_num(alpha * r->stats.std, 11);
+        print_num(lin->ok ? lin->r2 : NAN, 11);
+        print_num(dyt->ok ? dyt->r2 : NAN, 11);
+        print_num(isru->ok ? isru->r2 : NAN, 11);
+        printf("\n");
+        if (plan->layers[k].has_outlier_steps) {
+            const nc_outlier_steps *os = &plan->layers[k].outlier_steps;
+            printf("%-*s   outlier steps: mean |residual| DyT %.4g, DyISRU %.4g, ratio %.3g\n",
+                   w, "", os->dyt.mean_abs_res, os->dyisru.mean_abs_res, os->ratio);
+        }
+    }
+}
+
+static int copy_config(nc_outset *set, const char *config_path, nc_err *err)
+{
+    FILE *f = fopen(config_path, "rb");
+    if (!f)
+        return nc_err_set_errno(err, NC_EIO, errno, "%s: cannot reopen config file", config_path);
+    nc_membuf mb = {0};
+    nc_sink sink = nc_membuf_sink(&mb);
+    char buf[65536];
+    size_t n;
+    int rc = 0;
+    while (!rc && (n = fread(buf, 1, sizeof buf, f)) > 0)
+        rc = nc_sink_write(&sink, buf, n, err);
+    if (!rc && ferror(f))
+        rc = nc_err_set_errno(err, NC_EIO, errno, "%s: cannot read config file", config_path);
+    fclose(f);
+    if (!rc)
+        rc = nc_outset_add(set, "config.json", mb.data ? (const char *)mb.data : "", mb.len, err);
+    nc_membuf_free(&mb);
+    return rc;
+}
+
+int cli_execute(const nc_config *cfg, const char *command, const char *config_path, bool quiet)
+{
+    nc_err err = {0};
+    nc_plan *plan = NULL;
+    nc_progress *progress = NULL;
+    nc_outset *set = NULL;
+    char *json = NULL;
+    int status = 0;
+    struct stat st;
+    bool existed = stat(cfg->output, &st) == 0;
+    bool created = false;
+
+    if (nc_plan_open(cfg, &plan, &err) != 0)
+        goto fail;
+    if (nc_mkdirs(cfg->output, &err) != 0)
+        goto fail;
+    created = !existed;
+    progress = nc_progress_alloc(!quiet);
+    if (nc_plan_run(plan, progress, &err) != 0)
+        goto fail;
+    nc_progress_free(progress);
+    progress = NULL;
+    if (nc_report_json(plan, command, &json, &err) != 0)
+        goto fail;
+    /* every output goes to a temporary first; all appear together or none */
+    if (nc_outset_alloc(cfg->output, &set, &err) != 0)
+        goto fail;
+    if (config_path && copy_config(set, config_path, &err) != 0)
+        goto fail;
+    if (nc_outset_add(set, "report.json", json, strlen(json), &err) != 0)
+        goto fail;
+    int rc = nc_outset_commit(set, &err);
+    set = NULL;
+    if (rc != 0)
+        goto fail;
+    print_summary(plan);
+    if (!quiet)
+        fprintf(stderr, "normcmp: wrote %s/report.json\n", cfg->output);
+    goto out;
+fail:
+    nc_progress_free(progress);
+    progress = NULL;
+    nc_outset_abort(set);
+    status = cli_fail(&err);
+    if (created)
+        rmdir(cfg->output); /* only if still empty: earlier results stay */
+out:
+    free(json);
+    nc_plan_close(plan);
+    return status ? status : cli_finish_stdout(0);
+}

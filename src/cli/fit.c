@@ -1,0 +1,410 @@
+/*
+ * fit.c - `normcmp fit FILE...` and `normcmp run CONFIG.json`.
+ *
+ * `fit` builds a config from its flags (one config layer per FILE) and
+ * `run` reads one; both go through cli_execute. Flags given to `run`
+ * override the config's values.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/parse.h"
+
+enum {
+    OPT_TENSOR = 't',
+    OPT_NORM = 'n',
+    OPT_EPS = 'e',
+    OPT_OUT = 'o',
+    OPT_QUIET = 'q',
+    OPT_HELP = 'h',
+    OPT_LABEL = 256,
+    OPT_REAL_OUTPUT,
+    OPT_WEIGHT,
+    OPT_BIAS,
+    OPT_GRAD,
+    OPT_FITS,
+    OPT_AMP_DYT,
+    OPT_AMP_DYISRU,
+    OPT_AMP_DERF,
+    OPT_SAMPLE,
+    OPT_SEED,
+    OPT_THREADS,
+    OPT_BINS,
+    OPT_MAX_EXACT,
+    OPT_EXPERIMENT,
+};
+
+static const struct option fit_options[] = {
+    {"tensor", required_argument, NULL, OPT_TENSOR},
+    {"norm", required_argument, NULL, OPT_NORM},
+    {"eps", required_argument, NULL, OPT_EPS},
+    {"out", required_argument, NULL, OPT_OUT},
+    {"label", required_argument, NULL, OPT_LABEL},
+    {"real-output", required_argument, NULL, OPT_REAL_OUTPUT},
+    {"weight", required_argument, NULL, OPT_WEIGHT},
+    {"bias", required_argument, NULL, OPT_BIAS},
+    {"grad-output", required_argument, NULL, OPT_GRAD},
+    {"fits", required_argument, NULL, OPT_FITS},
+    {"amplitude-dyt", required_argument, NULL, OPT_AMP_DYT},
+    {"amplitude-dyisru", required_argument, NULL, OPT_AMP_DYISRU},
+    {"amplitude-derf", required_argument, NULL, OPT_AMP_DERF},
+    {"sample-tokens", required_argument, NULL, OPT_SAMPLE},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"bins", required_argument, NULL, OPT_BINS},
+    {"max-exact-points", required_argument, NULL, OPT_MAX_EXACT},
+    {"experiment", required_argument, NULL, OPT_EXPERIMENT},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+static const char fit_help[] =
+    "usage: normcmp fit FILE... [options]\n"
+    "Fits DyT, DyISRU, Derf, the theory curves and an affine map to each layer's\n"
+    "norm output; writes DIR/report.json and prints a summary.\n"
+    "\n"
+    "  -t, --tensor PATTERN       tensor name or glob (repeatable; default: every '*.input'\n"
+    "                             tensor of a safetensors file)\n"
+    "  -n, --norm NAME            layernorm or rmsnorm (default layernorm)\n"
+    "  -e, --eps E                norm eps, number >= 0 (default 1e-5 LayerNorm, 1e-6 RMSNorm)\n"
+    "  -o, --out DIR              output folder (default out/<first file's name>)\n"
+    "      --label NAME           layer name (one layer only)\n"
+    "      --real-output FILE     the layer's real output (.npy; default <prefix>_output.npy)\n"
+    "      --weight FILE          affine weight (.npy; default <prefix>_weight.npy)\n"
+    "      --bias FILE            affine bias (.npy; default <prefix>_bias.npy)\n"
+    "      --grad-output FILE     upstream gradient (.npy; default <prefix>_grad_output.npy)\n"
+    "      --fits LIST            comma-separated fits (default all: linear, dyt,\n"
+    "                             dyt_per_channel, dyisru, dyisru_free, dyt_theory,\n"
+    "                             dyisru_theory, derf)\n"
+    "      --amplitude-dyt R      free, sqrt(d), sqrt(d-1), auto or a number (default free)\n"
+    "      --amplitude-dyisru R   sqrt(d), sqrt(d-1), auto or a number (default auto:\n"
+    "                             sqrt(d) for RMSNorm, sqrt(d-1) for LayerNorm)\n"
+    "      --amplitude-derf R     as --amplitude-dyt (default free)\n"
+    "      --sample-tokens N      fit a seeded random sample of N tokens (default 0: all)\n"
+    "      --seed N               seed of the token sample (default 1)\n"
+    "      --threads N            worker threads, 0..16 (default 0: one per CPU)\n"
+    "      --bins N               most bins of x for large layers (default 32768)\n"
+    "      --max-exact-points N   fit raw points up to this many, bins above (default 262144)\n"
+    "      --experiment NAME      also run outlier-steps on each layer\n"
+    "  -q, --quiet                no progress or messages on stderr\n"
+    "  -h, --help                 this help\n";
+
+static const char run_help[] =
+    "usage: normcmp run CONFIG.json [options]\n"
+    "Runs the experiment a config describes (README, \"Config files\"); writes\n"
+    "<output>/report.json and a copy of the config, and prints a summary.\n"
+    "Options override the config's values:\n"
+    "\n"
+    "  -o, --out DIR              output folder (default: the config's, or out/<name>)\n"
+    "      --threads N            worker threads, 0..16\n"
+    "      --sample-tokens N      fit a seeded random sample of N tokens\n"
+    "      --seed N               seed of the token sample and synthetic layers\n"
+    "  -q, --quiet                no progress or messages on stderr\n"
+    "  -h, --help                 this help\n";
+
+/* Flags shared by fit and run that override the config. */
+typedef struct overrides {
+    const char *out;
+    bool has_threads, has_sample, has_seed;
+    uint64_t threads, sample, seed;
+    bool quiet;
+} overrides;
+
+static int set_default_output(nc_config *cfg, const char *out, nc_err *err)
+{
+    free(cfg->output);
+    cfg->output = NULL;
+    if (out) {
+        cfg->output = strdup(out);
+    } else {
+        size_t n = strlen(cfg->name) + 8;
+        if ((cfg->output = malloc(n)))
+            snprintf(cfg->output, n, "out/%s", cfg->name);
+    }
+    return cfg->output ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory");
+}
+
+static void apply_overrides(nc_config *cfg, const overrides *ov)
+{
+    if (ov->has_threads)
+        cfg->threads = (int)ov->threads;
+    if (ov->has_sample)
+        cfg->sample_tokens = (size_t)ov->sample;
+    if (ov->has_seed)
+        cfg->seed = ov->seed;
+}
+
+static char *dupstr(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+/* "data/ln00_input.npy" -> "ln00_input" */
+static char *stem(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t n = strcspn(b, ".");
+    char *s = malloc(n + 1);
+    if (s)
+        snprintf(s, n + 1, "%.*s", (int)n, b);
+    return s;
+}
+
+int cli_fit(int argc, char **argv)
+{
+    nc_err err = {0};
+    nc_config *cfg = NULL;
+    overrides ov = {0};
+    const char *tensors[64];
+    size_t ntensors = 0;
+    const char *label = NULL, *comp[NC_COMP_COUNT] = {NULL};
+    bool has_norm = false, has_eps = false, outlier = false;
+    nc_norm_kind norm = NC_LAYERNORM;
+    double eps = 0;
+    int status = 0;
+    char *command = NULL;
+
+    if (nc_config_alloc("command line", &cfg, &err) != 0)
+        return cli_fail(&err);
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "t:n:e:o:qh", fit_options, NULL)) != -1) {
+        uint64_t u;
+        switch (c) {
+        case OPT_TENSOR:
+            if (ntensors == sizeof tensors / sizeof tensors[0]) {
+                status = cli_usage_error("fit", "too many --tensor options (at most 64)");
+                goto out;
+            }
+            tensors[ntensors++] = optarg;
+            break;
+        case OPT_NORM:
+            if (!nc_norm_parse(optarg, &norm)) {
+                status = cli_usage_error("fit", "--norm: expected layernorm or rmsnorm, got '%s'",
+                                         optarg);
+                goto out;
+            }
+            has_norm = true;
+            break;
+        case OPT_EPS:
+            if (nc_parse_double(optarg, "--eps", 0, 1, &eps, &err) != 0)
+                goto fail;
+            has_eps = true;
+            break;
+        case OPT_OUT:
+            ov.out = optarg;
+            break;
+        case OPT_LABEL:
+            label = optarg;
+            break;
+        case OPT_REAL_OUTPUT:
+            comp[NC_COMP_OUTPUT] = optarg;
+            break;
+        case OPT_WEIGHT:
+            comp[NC_COMP_WEIGHT] = optarg;
+            break;
+        case OPT_BIAS:
+            comp[NC_COMP_BIAS] = optarg;
+            break;
+        case OPT_GRAD:
+            comp[NC_COMP_GRAD] = optarg;
+            break;
+        case OPT_FITS:
+            if (nc_fits_parse(optarg, cfg->fit, &err) != 0)
+                goto fail;
+            break;
+        case OPT_AMP_DYT:
+        case OPT_AMP_DYISRU:
+        case OPT_AMP_DERF: {
+            nc_amp *a = c == OPT_AMP_DYT ? &cfg->amp_dyt
+                        : c == OPT_AMP_DYISRU ? &cfg->amp_dyisru
+                                              : &cfg->amp_derf;
+            const char *name = c == OPT_AMP_DYT ? "--amplitude-dyt"
+                               : c == OPT_AMP_DYISRU ? "--amplitude-dyisru"
+                                                     : "--amplitude-derf";
+            if (!nc_amp_parse(optarg, a) || (c == OPT_AMP_DYISRU && a->rule == NC_AMP_FREE)) {
+                status = cli_usage_error("fit", "%s: expected %s, got '%s'", name,
+                                         c == OPT_AMP_DYISRU
+                                             ? "sqrt(d), sqrt(d-1), auto or a number > 0"
+                                             : "free, sqrt(d), sqrt(d-1), auto or a number > 0",
+                                         optarg);
+                goto out;
+            }
+            break;
+        }
+        case OPT_SAMPLE:
+            if (nc_parse_u64(optarg, "--sample-tokens", 0, UINT64_MAX >> 2, &ov.sample, &err))
+                goto fail;
+            ov.has_sample = true;
+            break;
+        case OPT_SEED:
+            if (nc_parse_u64(optarg, "--seed", 0, UINT64_MAX, &ov.seed, &err))
+                goto fail;
+            ov.has_seed = true;
+            break;
+        case OPT_THREADS:
+            if (nc_parse_u64(optarg, "--threads", 0, 16, &ov.threads, &err))
+                goto fail;
+            ov.has_threads = true;
+            break;
+        case OPT_BINS:
+            if (nc_parse_u64(optarg, "--bins", 16, 1 << 24, &u, &err))
+                goto fail;
+            cfg->max_bins = (size_t)u;
+            break;
+        case OPT_MAX_EXACT:
+            if (nc_parse_u64(optarg, "--max-exact-points", 0, (uint64_t)1 << 40, &u, &err))
+                goto fail;
+            cfg->max_exact_points = (size_t)u;
+            break;
+        case OPT_EXPERIMENT:
+            if (strcmp(optarg, "outlier-steps") != 0) {
+                status = cli_usage_error("fit", "--experiment: expected outlier-steps, got '%s'",
+                                         optarg);
+                goto out;
+            }
+            outlier = true;
+            break;
+        case OPT_QUIET:
+            ov.quiet = true;
+            break;
+        case OPT_HELP:
+            fputs(fit_help, stdout);
+            status = cli_finish_stdout(0);
+            goto out;
+        default:
+            status = cli_usage_error("fit", "unknown or incomplete option");
+            goto out;
+        }
+    }
+    if (optind >= argc) {
+        status = cli_usage_error("fit", "expected at least one input FILE");
+        goto out;
+    }
+    if (label && argc - optind > 1) {
+        status = cli_usage_error("fit", "--label names one layer, but %d files are given",
+                                 argc - optind);
+        goto out;
+    }
+    if (!(cfg->name = stem(argv[optind]))) {
+        nc_err_set(&err, NC_ENOMEM, "out of memory");
+        goto fail;
+    }
+    cfg->norm = norm;
+    cfg->has_eps = has_eps;
+    cfg->eps = eps;
+    for (int k = optind; k < argc; k++) {
+        nc_config_layer *l;
+        if (nc_config_add_layer(cfg, &l, &err) != 0)
+            goto fail;
+        l->file = dupstr(argv[k]);
+        l->label = dupstr(label);
+        l->outlier_steps = outlier;
+        bool oom = !l->file || (label && !l->label);
+        if (ntensors && (l->tensors = calloc(ntensors, sizeof *l->tensors))) {
+            for (size_t j = 0; j < ntensors; j++)
+                oom = oom || !(l->tensors[l->ntensors++] = strdup(tensors[j]));
+        } else if (ntensors) {
+            oom = true;
+        }
+        for (int cc = 0; cc < NC_COMP_COUNT; cc++)
+            if (comp[cc])
+                oom = oom || !(l->comp[cc] = strdup(comp[cc]));
+        (void)has_norm;
+        if (oom) {
+            nc_err_set(&err, NC_ENOMEM, "out of memory");
+            goto fail;
+        }
+    }
+    apply_overrides(cfg, &ov);
+    if (set_default_output(cfg, ov.out, &err) != 0)
+        goto fail;
+    if (!(command = cli_command_line(argc + 1, argv - 1))) {
+        nc_err_set(&err, NC_ENOMEM, "out of memory");
+        goto fail;
+    }
+    status = cli_execute(cfg, command, NULL, ov.quiet);
+    goto out;
+fail:
+    status = cli_fail(&err);
+out:
+    free(command);
+    nc_config_free(cfg);
+    return status;
+}
+
+static const struct option run_options[] = {
+    {"out", required_argument, NULL, OPT_OUT},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"sample-tokens", required_argument, NULL, OPT_SAMPLE},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+int cli_run(int argc, char **argv)
+{
+    nc_err err = {0};
+    nc_config *cfg = NULL;
+    overrides ov = {0};
+    char *command = NULL;
+    int status = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:qh", run_options, NULL)) != -1) {
+        switch (c) {
+        case OPT_OUT:
+            ov.out = optarg;
+            break;
+        case OPT_THREADS:
+            if (nc_parse_u64(optarg, "--threads", 0, 16, &ov.threads, &err))
+                goto fail;
+            ov.has_threads = true;
+            break;
+        case OPT_SAMPLE:
+            if (nc_parse_u64(optarg, "--sample-tokens", 0, UINT64_MAX >> 2, &ov.sample, &err))
+                goto fail;
+            ov.has_sample = true;
+            break;
+        case OPT_SEED:
+            if (nc_parse_u64(optarg, "--seed", 0, UINT64_MAX, &ov.seed, &err))
+                goto fail;
+            ov.has_seed = true;
+            break;
+        case OPT_QUIET:
+            ov.quiet = true;
+            break;
+        case OPT_HELP:
+            fputs(run_help, stdout);
+            return cli_finish_stdout(0);
+        default:
+            return cli_usage_error("run", "unknown or incomplete option");
+        }
+    }
+    if (argc - optind != 1)
+        return cli_usage_error("run", "expected one CONFIG.json");
+    const char *path = argv[optind];
+    if (nc_config_load(path, &cfg, &err) != 0)
+        goto fail;
+    apply_overrides(cfg, &ov);
+    if (ov.out || !cfg->output)
+        if (set_default_output(cfg, ov.out, &err) != 0)
+            goto fail;
+    if (!(command = cli_command_line(argc + 1, argv - 1))) {
+        nc_err_set(&err, NC_ENOMEM, "out of memory");
+        goto fail;
+    }
+    status = cli_execute(cfg, command, path, ov.quiet);
+    goto out;
+fail:
+    status = cli_fail(&err);
+out:
+    free(command);
+    nc_config_free(cfg);
+    return status;
+}

@@ -1,0 +1,342 @@
+/*
+ * synth.c - `normcmp synth -o OUT`: seeded synthetic activations.
+ *
+ * Presets early/middle/late (core/synth.h) give LayerNorm scatters from
+ * nearly linear to a clear S-curve; "all" writes the three as layers of one
+ * safetensors file; "outlier-steps" writes the DyISRU paper's token set.
+ * With --affine, a seeded weight and bias and the real output
+ * (norm, then affine, in float32) are written beside the input, named the
+ * way `fit` finds companions: "<layer>.output" etc. in a safetensors file,
+ * "<prefix>_output.npy" etc. next to "<prefix>_input.npy". All files of one
+ * call appear together or not at all.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/companion.h"
+#include "core/norm.h"
+#include "core/synth.h"
+#include "io/half.h"
+#include "io/npy.h"
+#include "io/safetensors.h"
+#include "util/outfile.h"
+#include "util/parse.h"
+
+static const char help[] =
+    "usage: normcmp synth -o OUT.npy|OUT.safetensors [options]\n"
+    "Writes seeded synthetic activations [tokens, dim] (bit-identical on every machine).\n"
+    "\n"
+    "  -o, --out FILE          output; .npy (one layer) or .safetensors (one or more)\n"
+    "  -p, --preset NAME       early, middle, late, all (three layers, safetensors only)\n"
+    "                          or outlier-steps (default late)\n"
+    "      --tokens N          tokens (default 4096; outlier-steps: steps, default 9)\n"
+    "      --dim D             channels (default 256; outlier-steps: 100)\n"
+    "      --seed S            seed (default 1)\n"
+    "      --dtype T           f32, f16, bf16 or f64 (default f32)\n"
+    "      --affine            also write weight, bias and the real output\n"
+    "  -n, --norm NAME         norm of the real output: layernorm or rmsnorm (default layernorm)\n"
+    "  -e, --eps E             its eps (default 1e-5 LayerNorm, 1e-6 RMSNorm)\n"
+    "      --scale-median X    override the preset: median per-token scale\n"
+    "      --scale-spread X    override: sigma of the per-token log scale\n"
+    "      --outliers K        override: outlier channels\n"
+    "      --outlier-mag M     override: their magnitude, in token scales\n"
+    "      --nu NU             override: Student-t degrees of freedom (> 2)\n"
+    "      --offset-std X      override: per-token mean offset\n"
+    "  -h, --help              this help\n";
+
+enum {
+    OPT_TOKENS = 256, OPT_DIM, OPT_SEED, OPT_DTYPE, OPT_AFFINE, OPT_SMED, OPT_SSPREAD,
+    OPT_OUTLIERS, OPT_OMAG, OPT_NU, OPT_OFFSET,
+};
+
+/* The bytes of n float values as dtype dt (owned by the caller). */
+static void *encode(const float *v, size_t n, nc_dtype dt)
+{
+    size_t es = nc_dtype_size(dt);
+    unsigned char *out = malloc(n * es > 0 ? n * es : 1);
+    if (!out)
+        return NULL;
+    for (size_t k = 0; k < n; k++) {
+        if (dt == NC_F32) {
+            memcpy(out + 4 * k, &v[k], 4);
+        } else if (dt == NC_F64) {
+            double x = v[k];
+            memcpy(out + 8 * k, &x, 8);
+        } else {
+            uint16_t h = dt == NC_F16 ? nc_f32_to_f16(v[k]) : nc_f32_to_bf16(v[k]);
+            out[2 * k] = (unsigned char)(h & 0xff);
+            out[2 * k + 1] = (unsigned char)(h >> 8);
+        }
+    }
+    return out;
+}
+
+typedef struct gen_layer {
+    char name[32];
+    size_t N, d;
+    float *x, *w, *b, *y; /* y, w, b with --affine (b: LayerNorm only) */
+} gen_layer;
+
+static void free_layers(gen_layer *g, int n)
+{
+    for (int k = 0; k < n; k++) {
+        free(g[k].x);
+        free(g[k].w);
+        free(g[k].b);
+        free(g[k].y);
+    }
+}
+
+static int write_npy(nc_outset *set, const char *name, const float *v, int rank,
+                     const uint64_t *shape, nc_dtype dt, size_t n, nc_err *err)
+{
+    nc_membuf mb = {0};
+    nc_sink sink = nc_membuf_sink(&mb);
+    void *bytes = encode(v, n, dt);
+    int rc = bytes ? nc_npy_write_header(&sink, dt, rank, shape, err)
+                   : nc_err_set(err, NC_ENOMEM, "out of memory");
+    if (!rc)
+        rc = nc_sink_write(&sink, bytes, n * nc_dtype_size(dt), err);
+    if (!rc)
+        rc = nc_outset_add(set, name, mb.data, mb.len, err);
+    free(bytes);
+    nc_membuf_free(&mb);
+    return rc;
+}
+
+int cli_synth(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"out", required_argument, NULL, 'o'},
+        {"preset", required_argument, NULL, 'p'},
+        {"tokens", required_argument, NULL, OPT_TOKENS},
+        {"dim", required_argument, NULL, OPT_DIM},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"dtype", required_argument, NULL, OPT_DTYPE},
+        {"affine", no_argument, NULL, OPT_AFFINE},
+        {"norm", required_argument, NULL, 'n'},
+        {"eps", required_argument, NULL, 'e'},
+        {"scale-median", required_argument, NULL, OPT_SMED},
+        {"scale-spread", required_argument, NULL, OPT_SSPREAD},
+        {"outliers", required_argument, NULL, OPT_OUTLIERS},
+        {"outlier-mag", required_argument, NULL, OPT_OMAG},
+        {"nu", required_argument, NULL, OPT_NU},
+        {"offset-std", required_argument, NULL, OPT_OFFSET},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    nc_err err = {0};
+    const char *out = NULL, *preset = "late";
+    uint64_t tokens = 0, dim = 0, seed = 1, outliers = 0;
+    bool has_outliers = false, affine = false;
+    double smed = NAN, sspread = NAN, omag = NAN, nu = NAN, offset = NAN, eps = -1;
+    nc_dtype dt = NC_F32;
+    nc_norm_kind norm = NC_LAYERNORM;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:p:n:e:h", opts, NULL)) != -1) {
+        int rc = 0;
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'p': preset = optarg; break;
+        case OPT_TOKENS: rc = nc_parse_u64(optarg, "--tokens", 1, 100000000, &tokens, &err); break;
+        case OPT_DIM: rc = nc_parse_u64(optarg, "--dim", 1, 1000000, &dim, &err); break;
+        case OPT_SEED: rc = nc_parse_u64(optarg, "--seed", 0, UINT64_MAX, &seed, &err); break;
+        case OPT_DTYPE:
+            if (strcmp(optarg, "f32") == 0) dt = NC_F32;
+            else if (strcmp(optarg, "f16") == 0) dt = NC_F16;
+            else if (strcmp(optarg, "bf16") == 0) dt = NC_BF16;
+            else if (strcmp(optarg, "f64") == 0) dt = NC_F64;
+            else
+                return cli_usage_error("synth", "--dtype: expected f32, f16, bf16 or f64, got '%s'",
+                                       optarg);
+            break;
+        case OPT_AFFINE: affine = true; break;
+        case 'n':
+            if (!nc_norm_parse(optarg, &norm))
+                return cli_usage_error("synth", "--norm: expected layernorm or rmsnorm, got '%s'",
+                                       optarg);
+            break;
+        case 'e': rc = nc_parse_double(optarg, "--eps", 0, 1, &eps, &err); break;
+        case OPT_SMED: rc = nc_parse_double(optarg, "--scale-median", 1e-30, 1e30, &smed, &err); break;
+        case OPT_SSPREAD: rc = nc_parse_double(optarg, "--scale-spread", 0, 10, &sspread, &err); break;
+        case OPT_OUTLIERS:
+            rc = nc_parse_u64(optarg, "--outliers", 0, 1000000, &outliers, &err);
+            has_outliers = true;
+            break;
+        case OPT_OMAG: rc = nc_parse_double(optarg, "--outlier-mag", 0, 1e6, &omag, &err); break;
+        case OPT_NU: rc = nc_parse_double(optarg, "--nu", 2.0000001, 1e300, &nu, &err); break;
+        case OPT_OFFSET: rc = nc_parse_double(optarg, "--offset-std", 0, 1e6, &offset, &err); break;
+        case 'h':
+            fputs(help, stdout);
+            return cli_finish_stdout(0);
+        default:
+            return cli_usage_error("synth", "unknown or incomplete option");
+        }
+        if (rc)
+            return cli_fail(&err);
+    }
+    if (optind != argc)
+        return cli_usage_error("synth", "unexpected argument '%s'", argv[optind]);
+    if (!out)
+        return cli_usage_error("synth", "expected -o OUT.npy or -o OUT.safetensors");
+    size_t olen = strlen(out);
+    bool st = olen > 12 && strcmp(out + olen - 12, ".safetensors") == 0;
+    bool npy = olen > 4 && strcmp(out + olen - 4, ".npy") == 0;
+    if (!st && !npy)
+        return cli_usage_error("synth", "-o: expected a name ending in .npy or .safetensors");
+    if (eps < 0)
+        eps = norm == NC_RMSNORM ? NC_RMSNORM_EPS : NC_LAYERNORM_EPS;
+
+    bool all = strcmp(preset, "all") == 0, steps = strcmp(preset, "outlier-steps") == 0;
+    if (all && npy)
+        return cli_usage_error("synth", "--preset all writes three layers: use a .safetensors "
+                               "output");
+    if (npy && affine && (olen < 10 || strcmp(out + olen - 10, "_input.npy") != 0))
+        return cli_usage_error("synth", "--affine with .npy: name the output <prefix>_input.npy "
+                               "so that <prefix>_output.npy etc. go beside it");
+
+    const char *names[3] = {preset, NULL, NULL};
+    int nl = 1;
+    if (all) {
+        names[0] = "early";
+        names[1] = "middle";
+        names[2] = "late";
+        nl = 3;
+    }
+    gen_layer g[3];
+    memset(g, 0, sizeof g);
+    nc_outset *set = NULL;
+    int status = 0;
+    for (int k = 0; k < nl; k++) {
+        snprintf(g[k].name, sizeof g[k].name, "%s", names[k]);
+        nc_synth_params p = {0};
+        if (steps) {
+            g[k].N = tokens ? tokens : 9;
+            g[k].d = dim ? dim : 100;
+            if (g[k].N > 1000) {
+                nc_err_set(&err, NC_EINVAL, "--tokens: outlier-steps takes at most 1000 steps");
+                goto fail;
+            }
+        } else {
+            if (nc_synth_preset(names[k], &p, &err) != 0)
+                goto fail;
+            p.N = g[k].N = tokens ? tokens : 4096;
+            p.d = g[k].d = dim ? dim : 256;
+            p.seed = seed + (uint64_t)k;
+            if (!isnan(smed)) p.scale_median = smed;
+            if (!isnan(sspread)) p.scale_spread = sspread;
+            if (has_outliers) p.outliers = (size_t)outliers;
+            if (!isnan(omag)) p.outlier_mag = omag;
+            if (!isnan(nu)) p.nu = nu;
+            if (!isnan(offset)) p.offset_std = offset;
+        }
+        size_t n = g[k].N * g[k].d;
+        if (!(g[k].x = malloc(n * sizeof(float)))) {
+            nc_err_set(&err, NC_ENOMEM, "out of memory for %zu x %zu", g[k].N, g[k].d);
+            goto fail;
+        }
+        size_t channel;
+        int rc = steps ? nc_synth_outlier_steps(seed, g[k].d, (int)g[k].N, 5.0, 2.0, g[k].x,
+                                                &channel, &err)
+                       : nc_synth_fill(&p, g[k].x, 0, &err);
+        if (rc)
+            goto fail;
+        if (affine) {
+            g[k].w = malloc(g[k].d * sizeof(float));
+            g[k].b = norm == NC_LAYERNORM ? malloc(g[k].d * sizeof(float)) : NULL;
+            g[k].y = malloc(n * sizeof(float));
+            if (!g[k].w || (norm == NC_LAYERNORM && !g[k].b) || !g[k].y) {
+                nc_err_set(&err, NC_ENOMEM, "out of memory");
+                goto fail;
+            }
+            nc_companion_affine(g[k].x, g[k].N, g[k].d, norm, eps, seed + (uint64_t)k, g[k].w,
+                                g[k].b, g[k].y);
+        }
+    }
+
+    /* serialise into the output set */
+    const char *slash = strrchr(out, '/');
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) : 1, slash ? out : ".");
+    if (slash == out)
+        snprintf(dir, sizeof dir, "/");
+    const char *base = slash ? slash + 1 : out;
+    if (nc_outset_alloc(dir, &set, &err) != 0)
+        goto fail;
+    if (npy) {
+        uint64_t shape[2] = {g[0].N, g[0].d}, dshape[1] = {g[0].d};
+        size_t n = g[0].N * g[0].d;
+        if (write_npy(set, base, g[0].x, 2, shape, dt, n, &err) != 0)
+            goto fail;
+        if (affine) {
+            char name[4096];
+            size_t pre = strlen(base) - 10; /* without "_input.npy" */
+            const char *comp[3] = {"output", "weight", "bias"};
+            const float *data[3] = {g[0].y, g[0].w, g[0].b};
+            for (int k = 0; k < 3; k++) {
+                if (!data[k])
+                    continue;
+                snprintf(name, sizeof name, "%.*s_%s.npy", (int)pre, base, comp[k]);
+                if (write_npy(set, name, data[k], k ? 1 : 2, k ? dshape : shape, NC_F32,
+                              k ? g[0].d : n, &err) != 0)
+                    goto fail;
+            }
+        }
+    } else {
+        nc_st_entry e[12];
+        uint64_t shapes[3][2], dshapes[3][1];
+        void *bytes[12] = {NULL};
+        char tnames[12][64];
+        size_t ne = 0;
+        int rc = 0;
+        for (int k = 0; k < nl && !rc; k++) {
+            shapes[k][0] = g[k].N;
+            shapes[k][1] = g[k].d;
+            dshapes[k][0] = g[k].d;
+            const char *comp[4] = {"input", "output", "weight", "bias"};
+            const float *data[4] = {g[k].x, g[k].y, g[k].w, g[k].b};
+            for (int j = 0; j < 4; j++) {
+                if (!data[j])
+                    continue;
+                size_t n = j < 2 ? g[k].N * g[k].d : g[k].d;
+                nc_dtype edt = j == 0 ? dt : NC_F32;
+                snprintf(tnames[ne], sizeof tnames[ne], "%.40s.%s", g[k].name, comp[j]);
+                if (!(bytes[ne] = encode(data[j], n, edt))) {
+                    rc = nc_err_set(&err, NC_ENOMEM, "out of memory");
+                    break;
+                }
+                e[ne] = (nc_st_entry){tnames[ne], edt, j < 2 ? 2 : 1,
+                                      j < 2 ? shapes[k] : dshapes[k], bytes[ne]};
+                ne++;
+            }
+        }
+        nc_membuf mb = {0};
+        nc_sink sink = nc_membuf_sink(&mb);
+        const char *meta[] = {"producer", "normcmp synth", NULL};
+        if (!rc)
+            rc = nc_st_write(&sink, e, ne, meta, &err);
+        if (!rc)
+            rc = nc_outset_add(set, base, mb.data, mb.len, &err);
+        nc_membuf_free(&mb);
+        for (size_t k = 0; k < ne; k++)
+            free(bytes[k]);
+        if (rc)
+            goto fail;
+    }
+    int rc = nc_outset_commit(set, &err);
+    set = NULL;
+    if (rc)
+        goto fail;
+    goto out;
+fail:
+    status = cli_fail(&err);
+out:
+    nc_outset_abort(set);
+    free_layers(g, nl);
+    return status;
+}

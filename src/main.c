@@ -1,0 +1,52 @@
+/*
+ * main.c - normcmp: subcommand dispatch only.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/version.h"
+
+static const char usage[] =
+    "usage: normcmp <command> [options]\n"
+    "\n"
+    "How far is each normalization layer from an element-wise function?\n"
+    "\n"
+    "commands:\n"
+    "  inspect FILE...          list the tensors of .npy / .safetensors dumps\n"
+    "  synth -o OUT             write synthetic activations (presets early/middle/late)\n"
+    "  norm FILE -o OUT.npy     write LayerNorm / RMSNorm of a tensor\n"
+    "  fit FILE...              fit DyT, DyISRU, Derf and an affine map per layer\n"
+    "  run CONFIG.json          run an experiment described by a config file\n"
+    "\n"
+    "'normcmp <command> --help' lists a command's options; 'normcmp --version'.\n";
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+    } cmds[] = {
+        {"inspect", cli_inspect}, {"synth", cli_synth}, {"norm", cli_norm},
+        {"fit", cli_fit},         {"run", cli_run},
+    };
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        fputs(usage, stdout);
+        return cli_finish_stdout(0);
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("%s %s\n", NC_TOOL_NAME, NC_VERSION);
+        return cli_finish_stdout(0);
+    }
+    for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++)
+        if (strcmp(argv[1], cmds[k].name) == 0)
+            return cmds[k].fn(argc - 1, argv + 1);
+    fprintf(stderr, "normcmp: unknown command '%s' (expected inspect, synth, norm, fit or run; "
+                    "see 'normcmp --help')\n", argv[1]);
+    return 2;
+}

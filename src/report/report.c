@@ -1,0 +1,386 @@
+/*
+ * report.c - building report.json (report.h).
+ *
+ * The cJSON root owns every node; each add is checked through the `ok`
+ * flag of the builder, so an allocation failure anywhere ends as one
+ * NC_ENOMEM.
+ */
+#include "report/report.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/version.h"
+
+typedef struct builder {
+    bool ok;
+} builder;
+
+static cJSON *obj(builder *b, cJSON *parent, const char *key)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !(key ? cJSON_AddItemToObject(parent, key, o) : cJSON_AddItemToArray(parent, o))) {
+        cJSON_Delete(o);
+        b->ok = false;
+        return NULL;
+    }
+    return o;
+}
+
+static cJSON *arr(builder *b, cJSON *parent, const char *key)
+{
+    cJSON *a = cJSON_CreateArray();
+    if (!a || !cJSON_AddItemToObject(parent, key, a)) {
+        cJSON_Delete(a);
+        b->ok = false;
+        return NULL;
+    }
+    return a;
+}
+
+/* A JSON number node that reads back as exactly v: the shortest of %.15g,
+ * %.16g, %.17g that round-trips (cJSON's own printer accepts 15 digits that
+ * only come close), or null when v is not finite. */
+static cJSON *number(double v)
+{
+    if (!isfinite(v))
+        return cJSON_CreateNull();
+    char buf[40];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    return cJSON_CreateRaw(buf);
+}
+
+/* A number, or null when it is not finite. */
+static void num(builder *b, cJSON *o, const char *key, double v)
+{
+    if (!o)
+        return;
+    cJSON *n = number(v);
+    if (!n || !cJSON_AddItemToObject(o, key, n)) {
+        cJSON_Delete(n);
+        b->ok = false;
+    }
+}
+
+static void str(builder *b, cJSON *o, const char *key, const char *s)
+{
+    if (o && !cJSON_AddStringToObject(o, key, s ? s : ""))
+        b->ok = false;
+}
+
+static void boolean(builder *b, cJSON *o, const char *key, bool v)
+{
+    if (o && !cJSON_AddBoolToObject(o, key, v))
+        b->ok = false;
+}
+
+static void num_array(builder *b, cJSON *o, const char *key, const double *v, size_t n)
+{
+    cJSON *a = arr(b, o, key);
+    for (size_t k = 0; a && k < n; k++) {
+        cJSON *e = number(v[k]);
+        if (!e || !cJSON_AddItemToArray(a, e)) {
+            cJSON_Delete(e);
+            b->ok = false;
+            return;
+        }
+    }
+}
+
+/* ------------------------------------------------------------- config */
+
+static const char *amp_text(nc_amp a, char *buf, size_t cap)
+{
+    if (a.rule == NC_AMP_VALUE)
+        snprintf(buf, cap, "%.17g", a.value);
+    else
+        snprintf(buf, cap, "%s", nc_amp_rule_name(a.rule));
+    return buf;
+}
+
+static void add_config(builder *b, cJSON *root, const nc_config *cfg)
+{
+    cJSON *c = obj(b, root, "config");
+    if (!c)
+        return;
+    str(b, c, "source", cfg->source);
+    str(b, c, "name", cfg->name);
+    str(b, c, "output", cfg->output);
+    str(b, c, "norm", nc_norm_name(cfg->norm));
+    if (cfg->has_eps)
+        num(b, c, "eps", cfg->eps);
+    cJSON *fits = arr(b, c, "fits");
+    for (int k = 0; fits && k < NC_FIT_COUNT; k++)
+        if (cfg->fit[k] && !cJSON_AddItemToArray(fits, cJSON_CreateString(nc_surrogate_get((nc_fit_id)k)->name)))
+            b->ok = false;
+    cJSON *amp = obj(b, c, "amplitude");
+    char buf[64];
+    str(b, amp, "dyt", amp_text(cfg->amp_dyt, buf, sizeof buf));
+    str(b, amp, "dyisru", amp_text(cfg->amp_dyisru, buf, sizeof buf));
+    str(b, amp, "derf", amp_text(cfg->amp_derf, buf, sizeof buf));
+    num(b, c, "bins", (double)(cfg->max_bins ? cfg->max_bins : NC_DEFAULT_BINS));
+    num(b, c, "max_exact_points",
+        (double)(cfg->max_exact_points ? cfg->max_exact_points : NC_DEFAULT_MAX_EXACT));
+    num(b, c, "sample_tokens", (double)cfg->sample_tokens);
+    num(b, c, "seed", (double)cfg->seed);
+    num(b, c, "threads", (double)cfg->threads);
+    cJSON *layers = arr(b, c, "layers");
+    for (size_t k = 0; layers && k < cfg->nlayers; k++) {
+        const nc_config_layer *l = &cfg->layers[k];
+        cJSON *lo = obj(b, layers, NULL);
+        if (l->file)
+            str(b, lo, "file", l->file);
+        if (l->synth) {
+            cJSON *s = obj(b, lo, "synth");
+            const nc_synth_params *p = &l->synth_params;
+            str(b, s, "preset", l->synth_preset);
+            num(b, s, "tokens", (double)p->N);
+            num(b, s, "dim", (double)p->d);
+            num(b, s, "seed", (double)p->seed);
+            if (!l->outlier_steps) {
+                num(b, s, "scale_median", p->scale_median);
+                num(b, s, "scale_spread", p->scale_spread);
+                num(b, s, "outliers", (double)p->outliers);
+                num(b, s, "outlier_mag", p->outlier_mag);
+                num(b, s, "nu", p->nu);
+                num(b, s, "offset_std", p->offset_std);
+            }
+            boolean(b, s, "affine", l->synth_affine);
+        }
+        if (l->ntensors) {
+            cJSON *t = arr(b, lo, "tensor");
+            for (size_t j = 0; t && j < l->ntensors; j++)
+                if (!cJSON_AddItemToArray(t, cJSON_CreateString(l->tensors[j])))
+                    b->ok = false;
+        }
+        if (l->label)
+            str(b, lo, "label", l->label);
+        str(b, lo, "norm", nc_norm_name(nc_config_layer_norm(cfg, l)));
+        num(b, lo, "eps", nc_config_layer_eps(cfg, l));
+        for (int cc = 0; cc < NC_COMP_COUNT; cc++)
+            if (l->comp[cc])
+                str(b, lo, nc_comp_name(cc), l->comp[cc]);
+        if (l->outlier_steps)
+            str(b, lo, "experiment", "outlier-steps");
+    }
+}
+
+/* ------------------------------------------------------------- inputs */
+
+static void add_inputs(builder *b, cJSON *root, const nc_plan *plan)
+{
+    cJSON *a = arr(b, root, "inputs");
+    for (size_t k = 0; a && k < plan->ninputs; k++) {
+        const nc_plan_input *in = &plan->inputs[k];
+        cJSON *o = obj(b, a, NULL);
+        char sha[65], shape[256];
+        nc_dump_sha256(in->dump, sha);
+        nc_tensor_shape_str(in->tensor, shape, sizeof shape);
+        str(b, o, "path", nc_dump_path(in->dump));
+        str(b, o, "format", nc_dump_format(in->dump));
+        num(b, o, "bytes", (double)nc_dump_bytes(in->dump));
+        str(b, o, "sha256", sha);
+        str(b, o, "tensor", in->tensor->name);
+        str(b, o, "dtype", nc_dtype_name(in->tensor->dtype));
+        cJSON *sh = arr(b, o, "shape");
+        for (int r = 0; sh && r < in->tensor->rank; r++)
+            if (!cJSON_AddItemToArray(sh, number((double)in->tensor->shape[r])))
+                b->ok = false;
+        str(b, o, "layer", plan->layers[in->layer].name);
+        str(b, o, "role", in->role);
+    }
+}
+
+/* -------------------------------------------------------------- layers */
+
+static void add_stats(builder *b, cJSON *lo, const nc_layer_result *r)
+{
+    const nc_input_stats *s = &r->stats;
+    cJSON *o = obj(b, lo, "input_stats");
+    num(b, o, "mean", s->mean);
+    num(b, o, "std", s->std);
+    num(b, o, "rms", s->rms);
+    num(b, o, "rho", s->rho);
+    str(b, o, "rho_definition",
+        r->norm == NC_RMSNORM ? "mean over used tokens of the token's rms sqrt(mean(x^2)+eps)"
+                              : "mean over used tokens of the token's scale sqrt(var(x)+eps)");
+    num(b, o, "min", s->min);
+    num(b, o, "max", s->max);
+    num(b, o, "nonfinite_tokens", (double)s->nonfinite_tokens);
+    num(b, o, "nonfinite_values", (double)s->nonfinite_values);
+    num(b, o, "zero_scale_tokens", (double)s->zero_scale_tokens);
+    num(b, o, "tokens_used", (double)s->tokens_used);
+    if (!isfinite(s->mean))
+        str(b, o, "status", "no finite token: statistics undefined");
+    cJSON *ts = obj(b, o, "token_scale");
+    num(b, ts, "mean", s->rho);
+    num(b, ts, "std", s->scale_std);
+    num(b, ts, "min", s->scale_min);
+    num(b, ts, "max", s->scale_max);
+    cJSON *top = arr(b, o, "top_channels");
+    for (size_t k = 0; top && k < s->ntop; k++) {
+        cJSON *c = obj(b, top, NULL);
+        num(b, c, "channel", (double)s->top[k].channel);
+        num(b, c, "max_abs", s->top[k].max_abs);
+        num(b, c, "rms", s->top[k].rms);
+    }
+}
+
+static void add_fit(builder *b, cJSON *fits, const nc_layer_result *r, int id)
+{
+    const nc_fit_result *f = &r->fits[id];
+    const nc_surrogate *s = nc_surrogate_get((nc_fit_id)id);
+    cJSON *o = obj(b, fits, s->name);
+    str(b, o, "formula", s->formula);
+    if (!f->ok) {
+        str(b, o, "status", f->status[0] ? f->status : "not computed");
+        return;
+    }
+    for (int k = 0; k < s->nparams; k++)
+        num(b, o, s->param[k], f->params.p[k]);
+    if (id == NC_FIT_DYT || id == NC_FIT_DYISRU || id == NC_FIT_DYISRU_FREE || id == NC_FIT_DERF ||
+        s->theory) {
+        cJSON *a = obj(b, o, "amplitude");
+        bool fixed = s->theory || id == NC_FIT_DYISRU || f->amp_fixed;
+        boolean(b, a, "fixed", fixed);
+        if (s->theory)
+            str(b, a, "rule", "sqrt(d)");
+        else
+            str(b, a, "rule", fixed ? nc_amp_rule_name(f->amp_rule) : "free");
+        if (fixed)
+            num(b, a, "value", s->theory ? sqrt((double)r->d) : f->amp);
+    }
+    if (id == NC_FIT_DYT_PER_CHANNEL && f->params.pc) {
+        num_array(b, o, "gamma", f->params.pc, r->d);
+        num_array(b, o, "beta", f->params.pc + r->d, r->d);
+    }
+    num(b, o, "rmse", f->rmse);
+    num(b, o, "r2", f->r2);
+    num(b, o, "max_abs_err", f->max_abs_err);
+    num(b, o, "mean_abs_err", f->mean_abs_err);
+    num(b, o, "sse", f->sse);
+    num(b, o, "objective", f->objective);
+    num(b, o, "iterations", f->iterations);
+    boolean(b, o, "converged", f->converged);
+    bool finite = isfinite(f->rmse) && isfinite(f->r2);
+    str(b, o, "status", !finite && !strcmp(f->status, "ok") ? "metrics not finite" : f->status);
+
+    if (id == NC_FIT_DYT || id == NC_FIT_DYT_PER_CHANNEL || id == NC_FIT_DYT_THEORY) {
+        /* the quantities of the DyT paper's alpha-vs-1/std observation */
+        const nc_input_stats *st = &r->stats;
+        double alpha = f->params.p[0], sd = sqrt((double)r->d);
+        num(b, o, "alpha_times_std", alpha * st->std);
+        num(b, o, "alpha_times_rho", alpha * st->rho);
+        if (id != NC_FIT_DYT_PER_CHANNEL)
+            num(b, o, "slope_at_origin", alpha * f->params.p[1]);
+        num(b, o, "inv_std", 1.0 / st->std);
+        num(b, o, "theory_alpha", 1.0 / (st->rho * sd));
+    }
+    if (id == NC_FIT_DYT) {
+        cJSON *sat = obj(b, o, "saturation");
+        num(b, sat, "abs_alpha_x_gt_1", r->saturation[0]);
+        num(b, sat, "abs_alpha_x_gt_2", r->saturation[1]);
+        num(b, sat, "abs_alpha_x_gt_3", r->saturation[2]);
+    }
+}
+
+static void add_outlier_steps(builder *b, cJSON *lo, const nc_outlier_steps *os)
+{
+    cJSON *o = obj(b, lo, "outlier_steps");
+    num(b, o, "tokens", (double)os->tokens);
+    num(b, o, "points", (double)os->points);
+    num(b, o, "amplitude", os->amplitude);
+    const nc_outlier_fit *f[2] = {&os->dyt, &os->dyisru};
+    const char *names[2] = {"dyt", "dyisru"}, *param[2] = {"alpha", "C"};
+    for (int k = 0; k < 2; k++) {
+        cJSON *fo = obj(b, o, names[k]);
+        num(b, fo, param[k], f[k]->param);
+        num(b, fo, "mean_abs_residual", f[k]->mean_abs_res);
+        num(b, fo, "rmse", f[k]->rmse);
+        num(b, fo, "max_abs_residual", f[k]->max_abs_res);
+        boolean(b, fo, "converged", f[k]->converged);
+    }
+    num(b, o, "ratio_dyt_to_dyisru", os->ratio);
+}
+
+static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
+{
+    const nc_layer_result *r = &pl->result;
+    cJSON *lo = obj(b, layers, NULL);
+    str(b, lo, "name", r->name);
+    str(b, lo, "norm", nc_norm_name(r->norm));
+    num(b, lo, "eps", r->eps);
+    num(b, lo, "tokens", (double)r->N);
+    num(b, lo, "dim", (double)r->d);
+    add_stats(b, lo, r);
+    if (r->has_real) {
+        cJSON *c = obj(b, lo, "real_output_check");
+        num(b, c, "max_abs_diff", r->real_max_abs_diff);
+        num(b, c, "rms_diff", r->real_rms_diff);
+        boolean(b, c, "affine_applied", r->real_affine);
+        if (!isfinite(r->real_max_abs_diff))
+            str(b, c, "status", "the real output has non-finite values where the input is finite");
+    }
+    cJSON *fd = obj(b, lo, "fit_data");
+    num(b, fd, "points", (double)r->points);
+    str(b, fd, "mode", r->binned ? "binned" : "exact");
+    if (r->binned) {
+        num(b, fd, "bins", (double)r->bins);
+        num(b, fd, "nonempty_bins", (double)r->bins_nonempty);
+    }
+    num(b, fd, "y_mean", r->y_mean);
+    num(b, fd, "y_sst", r->y_sst);
+    cJSON *fits = obj(b, lo, "fits");
+    for (int k = 0; k < NC_FIT_COUNT; k++)
+        if (r->fits[k].enabled)
+            add_fit(b, fits, r, k);
+    if (pl->has_outlier_steps)
+        add_outlier_steps(b, lo, &pl->outlier_steps);
+    cJSON *t = obj(b, lo, "timing");
+    num(b, t, "passes", r->passes);
+    num(b, t, "stats_s", r->time_stats_s);
+    num(b, t, "bins_s", r->time_bins_s);
+    num(b, t, "fits_s", r->time_fits_s);
+    num(b, t, "per_channel_s", r->time_channel_s);
+    num(b, t, "verify_s", r->time_verify_s);
+}
+
+int nc_report_json(const nc_plan *plan, const char *command, char **json, nc_err *err)
+{
+    *json = NULL;
+    builder b = {.ok = true};
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for the report");
+    cJSON *tool = obj(&b, root, "tool");
+    str(&b, tool, "name", NC_TOOL_NAME);
+    str(&b, tool, "version", NC_VERSION);
+    str(&b, root, "command", command);
+    add_config(&b, root, plan->cfg);
+    add_inputs(&b, root, plan);
+    cJSON *layers = arr(&b, root, "layers");
+    for (size_t k = 0; layers && k < plan->nlayers; k++)
+        if (plan->layers[k].done)
+            add_layer(&b, layers, &plan->layers[k]);
+    char *text = b.ok ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!text)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for the report");
+    /* hand back a malloc'd copy so that callers need not know cJSON_free */
+    size_t n = strlen(text);
+    *json = malloc(n + 2);
+    if (*json) {
+        memcpy(*json, text, n);
+        (*json)[n] = '\n';
+        (*json)[n + 1] = '\0';
+    }
+    cJSON_free(text);
+    return *json ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory for the report");
+}

@@ -1,0 +1,21 @@
+/*
+ * report.h - the JSON report of a run (README, "The report").
+ *
+ * Every number the tool computes, with where it came from: the tool and its
+ * version, the command, the effective config, each input file (path, size,
+ * SHA-256, tensor, dtype, shape) and per layer the input statistics, the
+ * real-output check, every fit with its parameters and exact error
+ * metrics. A number that is not finite is written as null, and the object
+ * holding it carries a "status" saying why (STYLE.md section 6).
+ */
+#ifndef NC_REPORT_H
+#define NC_REPORT_H
+
+#include "analysis/plan.h"
+#include "util/err.h"
+
+/* The report of a finished plan as JSON text (owned by the caller, free()).
+ * command: the command line as run. */
+int nc_report_json(const nc_plan *plan, const char *command, char **json, nc_err *err);
+
+#endif
