@@ -1,0 +1,946 @@
+/*
+ * test_jacobian.c - the diagonal-Jacobian comparison (analysis/jacobian.h)
+ * and the ODE integrator (analysis/ode.h).
+ *
+ * The exact Jacobian is checked three ways on random tokens (central finite
+ * differences of nc_norm_token + nc_norm_apply, the dense matrix through
+ * OpenBLAS, the analytic O(d) form); the pooled metrics against expressions
+ * derived here from the y's alone (see each test) and computed here by
+ * plain loops; the zero-denominator conventions on tokens built so that
+ * J^T g is exactly 0; thread-count independence bit for bit; the ODE
+ * integrator against closed-form solutions.
+ *
+ * Legend: N tokens, d channels, t a token, i a channel, y the norm's output
+ * before the affine part, inv = 1/scale.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/jacobian.h"
+#include "analysis/layer.h"
+#include "analysis/ode.h"
+#include "check.h"
+#include "core/norm.h"
+#include "core/rng.h"
+
+/* ================================================================ helpers */
+
+/* An in-memory F64 tensor [N, d] over data. */
+static nc_tensor tensor_of(const double *data, size_t N, size_t d)
+{
+    nc_tensor t = {0};
+    t.dtype = NC_F64;
+    t.rank = 2;
+    t.shape[0] = N;
+    t.shape[1] = d;
+    t.data = (const unsigned char *)data;
+    nc_tensor_set_shape(&t);
+    return t;
+}
+
+/* Activations like a real layer's: per-token scale and offset, normal
+ * values, two outlier channels. Owned by the caller. */
+static double *make_data(size_t N, size_t d, uint64_t seed, double offset)
+{
+    double *x = malloc(N * d * sizeof *x);
+    nc_rng r;
+    nc_rng_seed(&r, seed, 0);
+    for (size_t t = 0; t < N; t++) {
+        double s = 0.4 + 2.1 * nc_rng_uniform(&r), m = offset * (nc_rng_uniform(&r) - 0.3);
+        for (size_t i = 0; i < d; i++) {
+            double v = nc_rng_normal(&r);
+            if (i == 3 % d || i == (d * 2) / 3)
+                v *= 7.9; /* outlier channels */
+            x[t * d + i] = m + s * v;
+        }
+    }
+    return x;
+}
+
+/* Analyses a layer with the defaults (every fit) and the given norm. */
+static int analyze(const nc_tensor *x, nc_norm_kind norm, double eps, nc_layer_result *res)
+{
+    nc_layer_spec spec;
+    nc_layer_spec_defaults(&spec);
+    spec.name = "test";
+    spec.norm = norm;
+    spec.eps = eps;
+    spec.x = x;
+    spec.threads = 2;
+    nc_err err = {0};
+    int rc = nc_layer_analyze(&spec, res, &err);
+    if (rc)
+        fprintf(stderr, "nc_layer_analyze: %s\n", err.msg);
+    return rc;
+}
+
+/* The token's output and 1/scale, as the layer computes them. */
+static void token_y(nc_norm_kind norm, double eps, const double *x, size_t d, double *y,
+                    double *inv)
+{
+    nc_token_stat st = nc_norm_token(norm, eps, x, d);
+    nc_norm_apply(&st, x, d, y);
+    *inv = 1.0 / st.scale;
+}
+
+/* The Jacobian entry J_ij written straight from BRIEF.md, independently of
+ * jacobian.c: inv (delta_ij - [1/d] - y_i y_j / d). */
+static double brief_J(nc_norm_kind norm, const double *y, double inv, size_t d, size_t i,
+                      size_t j)
+{
+    double v = (i == j ? 1.0 : 0.0) - y[i] * y[j] / (double)d;
+    if (norm == NC_LAYERNORM)
+        v -= 1.0 / (double)d;
+    return inv * v;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double u = *(const double *)a, v = *(const double *)b;
+    return (u > v) - (u < v);
+}
+
+/* numpy.quantile(v, q) (linear) of sorted v[0..n) */
+static double np_quantile(const double *v, size_t n, double q)
+{
+    double pos = q * (double)(n - 1);
+    size_t lo = (size_t)pos;
+    if (lo + 1 >= n)
+        return v[n - 1];
+    return v[lo] + (pos - (double)lo) * (v[lo + 1] - v[lo]);
+}
+
+/* ============================================================ the ODE */
+
+static double rhs_gauss(double x, double y, void *c)
+{
+    (void)c;
+    return -2.0 * x * y; /* y = exp(-x^2) */
+}
+
+static double rhs_sincos(double x, double y, void *c)
+{
+    (void)c;
+    return y * cos(x); /* y = exp(sin x) */
+}
+
+static double rhs_logistic(double x, double y, void *c)
+{
+    (void)x;
+    (void)c;
+    return 2.385 * y * (1.0 - y); /* y = 1 / (1 + 9 exp(-2.385 x)) from y(0) = 0.1 */
+}
+
+static double rhs_blowup(double x, double y, void *c)
+{
+    (void)x;
+    (void)c;
+    return y * y; /* y = 1 / (1 - x): infinite at x = 1 */
+}
+
+static double rhs_nan(double x, double y, void *c)
+{
+    (void)x;
+    (void)c;
+    return y > 0 ? NAN : 1.0;
+}
+
+/* Integrates to x_end checking |y - exact(x)| at every accepted step. */
+static double ode_max_err(nc_ode_fn f, double x0, double y0, double x_end, double (*exact)(double),
+                          const nc_ode_opts *o, nc_ode *s)
+{
+    nc_ode_begin(s, f, NULL, x0, y0, o);
+    double m = 0;
+    while (s->status == NC_ODE_OK && s->x < x_end)
+        if (nc_ode_step(s, x_end) == NC_ODE_OK)
+            m = fmax(m, fabs(s->y - exact(s->x)) / fmax(1.0, fabs(exact(s->x))));
+    return m;
+}
+
+static double exact_gauss(double x) { return exp(-x * x); }
+static double exact_sincos(double x) { return exp(sin(x)); }
+static double exact_logistic(double x) { return 1.0 / (1.0 + 9.0 * exp(-2.385 * x)); }
+
+static void test_ode_known_solutions(void)
+{
+    nc_ode s;
+    double e = ode_max_err(rhs_gauss, 0.0, 1.0, 3.1, exact_gauss, NULL, &s);
+    CHECK_INT(NC_ODE_OK, s.status);
+    CHECK_ABS(3.1, s.x, 0); /* lands exactly on the end */
+    CHECK(e < 1e-11);
+    CHECK(s.accepted > 10 && s.accepted < 2000);
+    e = ode_max_err(rhs_sincos, 0.0, 1.0, 17.3, exact_sincos, NULL, &s);
+    CHECK_INT(NC_ODE_OK, s.status);
+    CHECK(e < 1e-10);
+    e = ode_max_err(rhs_logistic, 0.0, 0.1, 9.7, exact_logistic, NULL, &s);
+    CHECK_INT(NC_ODE_OK, s.status);
+    CHECK(e < 1e-11);
+    CHECK_INT(6 * (s.accepted + s.rejected) + 2, s.fevals); /* FSAL + starting step */
+
+    /* a looser tolerance gives a larger error and fewer steps: the control works */
+    nc_ode_opts loose = {.rtol = 1e-6, .atol = 1e-6};
+    nc_ode s2;
+    double e2 = ode_max_err(rhs_sincos, 0.0, 1.0, 17.3, exact_sincos, &loose, &s2);
+    ode_max_err(rhs_sincos, 0.0, 1.0, 17.3, exact_sincos, NULL, &s);
+    CHECK(e2 > 1e-9 && e2 < 1e-4);
+    CHECK(s2.accepted * 4 < s.accepted);
+    /* fifth order: 1e6 times tighter costs about 1e6^(1/5) = 16 times the steps */
+    CHECK(s.accepted < 40 * s2.accepted);
+
+    /* stops, with a status, at a singularity, at the step limit, on NaN */
+    ode_max_err(rhs_blowup, 0.0, 1.0, 2.0, exact_gauss, NULL, &s);
+    CHECK(s.status != NC_ODE_OK);
+    CHECK(s.x < 1.0 && s.x > 0.99);
+    nc_ode_opts few = {.max_steps = 5};
+    ode_max_err(rhs_sincos, 0.0, 1.0, 17.3, exact_sincos, &few, &s);
+    CHECK_INT(NC_ODE_MAX_STEPS_REACHED, s.status);
+    CHECK_STR("step limit reached", nc_ode_status_name(s.status));
+    nc_ode_begin(&s, rhs_nan, NULL, 0.0, 1.0, NULL);
+    CHECK_INT(NC_ODE_NONFINITE, s.status);
+    CHECK_INT(NC_ODE_NONFINITE, nc_ode_step(&s, 1.0));
+    CHECK_ABS(0.0, s.x, 0);
+}
+
+static void test_ode_check_closed_forms(void)
+{
+    /* BRIEF.md: ODE-1 is solved by sqrt(d) tanh(x / (rho sqrt d)), ODE-2 with
+     * slope 1/rho at 0 by sqrt(d) x / sqrt(x^2 + d rho^2) */
+    const struct { double rho; size_t d; double xmax; } cases[] = {
+        {1.37, 64, 25.3}, {0.0731, 4096, 41.9}, {2.385, 7, 0.9}, {11.2, 768, 3000.0}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        nc_jac_ode o;
+        nc_jac_ode_check(cases[k].rho, cases[k].d, cases[k].xmax, &o);
+        CHECK(o.ok);
+        CHECK_STR("ok", o.status);
+        double sd = sqrt((double)cases[k].d);
+        CHECK_ABS(0.0, o.ode1_max_dev, 1e-10 * sd);
+        CHECK_ABS(0.0, o.ode2_max_dev, 1e-10 * sd);
+        CHECK(o.ode2_x0 > 0 && o.ode2_x0 < o.x_max);
+        CHECK(o.ode1_steps > 0 && o.ode2_steps > 0);
+    }
+    nc_jac_ode o;
+    nc_jac_ode_check(NAN, 64, 3.0, &o);
+    CHECK(!o.ok);
+    CHECK_CONTAINS(o.status, "not run");
+    CHECK(isnan(o.ode1_max_dev) && isnan(o.ode2_max_dev));
+    nc_jac_ode_check(1.0, 64, 0.0, &o);
+    CHECK(!o.ok);
+}
+
+/* ======================================================== one token */
+
+/* Finite differences of the norm itself, the dense matrix (and its product
+ * through OpenBLAS) and the analytic forms agree, both norms, eps > 0. */
+static void test_token_jacobian_three_ways(void)
+{
+    const size_t dims[] = {2, 7, 33, 64};
+    const nc_norm_kind norms[] = {NC_RMSNORM, NC_LAYERNORM};
+    const double eps_of[] = {1e-6, 1e-5};
+    nc_rng r;
+    nc_rng_seed(&r, 2385, 7);
+    for (size_t a = 0; a < 4; a++)
+        for (int b = 0; b < 2; b++) {
+            const size_t d = dims[a], P = 5;
+            const nc_norm_kind norm = norms[b];
+            /* a small token: eps matters (eps / var ~ 1e-3) */
+            const double eps = eps_of[b], s = b ? 0.1 : 0.03;
+            double *x = malloc(d * sizeof *x), *y = malloc(d * sizeof *y);
+            double *xp = malloc(d * sizeof *xp), *yp = malloc(d * sizeof *yp),
+                   *ym = malloc(d * sizeof *ym);
+            double *J = malloc(d * d * sizeof *J), *G = malloc(d * P * sizeof *G);
+            double *JG = malloc(d * P * sizeof *JG), *v = malloc(d * sizeof *v),
+                   *dg = malloc(d * sizeof *dg);
+            for (size_t i = 0; i < d; i++)
+                x[i] = 0.37 * s + s * nc_rng_normal(&r) * (i == 1 ? 5.3 : 1.0);
+            double inv, inv2;
+            token_y(norm, eps, x, d, y, &inv);
+            nc_jac_token_dense(norm, y, inv, d, J);
+
+            /* central differences, column j = dy/dx_j */
+            double fd_err = 0;
+            const double h = 1e-5 * s;
+            for (size_t j = 0; j < d; j++) {
+                memcpy(xp, x, d * sizeof *x);
+                xp[j] = x[j] + h;
+                token_y(norm, eps, xp, d, yp, &inv2);
+                xp[j] = x[j] - h;
+                token_y(norm, eps, xp, d, ym, &inv2);
+                for (size_t i = 0; i < d; i++) {
+                    double fd = (yp[i] - ym[i]) / (2 * h);
+                    fd_err = fmax(fd_err, fabs(fd - J[i * d + j]));
+                    /* the dense matrix is BRIEF's formula */
+                    CHECK_ABS(brief_J(norm, y, inv, d, i, j), J[i * d + j], 4e-16 * inv);
+                }
+            }
+            /* truncation h^2 y''' and rounding 1e-16 / h: ~1e-9 of the scale of J */
+            CHECK_ABS(0.0, fd_err, 1e-8 * inv);
+
+            /* J^T G through dgemm against the analytic J^T g */
+            for (size_t k = 0; k < d * P; k++)
+                G[k] = nc_rng_normal(&r);
+            nc_jac_dense_vjp(J, d, G, P, JG);
+            /* (relative to inv max |g|, the size of the summed terms: for
+             * LayerNorm with d = 2, J ~ (1 - kappa) inv is nearly 0) */
+            double worst = 0;
+            for (size_t k = 0; k < P; k++) {
+                nc_jac_token_vjp(norm, y, inv, d, G + k * d, v);
+                double dm = 0, gm = 0;
+                for (size_t i = 0; i < d; i++) {
+                    dm = fmax(dm, fabs(JG[k * d + i] - v[i]));
+                    gm = fmax(gm, fabs(G[k * d + i]));
+                }
+                worst = fmax(worst, dm / (inv * gm));
+            }
+            CHECK_ABS(0.0, worst, 1e-15 * sqrt((double)d));
+
+            /* the diagonal, and ||J||_F^2 in closed form against the sum of
+             * squares (both on the scale of inv and d inv^2) */
+            nc_jac_token_diag(norm, y, inv, d, dg);
+            double f2 = 0;
+            for (size_t i = 0; i < d; i++) {
+                CHECK_ABS(J[i * d + i], dg[i], 4e-16 * inv);
+                for (size_t j = 0; j < d; j++)
+                    f2 += J[i * d + j] * J[i * d + j];
+            }
+            CHECK_ABS(f2, nc_jac_token_frob2(norm, y, inv, d), 1e-14 * (double)d * inv * inv);
+            free(x), free(y), free(xp), free(yp), free(ym), free(J), free(G), free(JG), free(v),
+                free(dg);
+        }
+}
+
+/* nc_jac_dense_vjp computes A^T G for a row-major A, checked on a matrix
+ * that is not symmetric (the Jacobians are, so they cannot tell A from
+ * A^T). */
+static void test_dense_vjp_layout(void)
+{
+    enum { D = 13, P = 3 };
+    double A[D * D], G[D * P], out[D * P];
+    for (int k = 0; k < D * D; k++)
+        A[k] = sin(2.385 * k) + 0.01 * k;
+    for (int k = 0; k < D * P; k++)
+        G[k] = cos(1.7 * k);
+    nc_jac_dense_vjp(A, D, G, P, out);
+    for (int c = 0; c < P; c++)
+        for (int j = 0; j < D; j++) {
+            double want = 0;
+            for (int i = 0; i < D; i++)
+                want += A[i * D + j] * G[c * D + i]; /* (A^T g)_j = sum_i A_ij g_i */
+            CHECK_ABS(want, out[c * D + j], 1e-14);
+        }
+}
+
+/* BRIEF.md's closed form for LayerNorm: ||I - 11^T/d - xhat xhat^T/d||_F^2 =
+ * d - 1 - 2 kappa + kappa^2, kappa = var / (var + eps); for RMSNorm with
+ * kappa = ms / (ms + eps): d - 2 kappa + kappa^2. And J y = 0, J 1 = 0. */
+static void test_token_closed_forms(void)
+{
+    enum { D = 48 };
+    double x[D], y[D], v[D], one[D];
+    for (int i = 0; i < D; i++) {
+        x[i] = 0.003 * sin(2.385 * i) + 0.0004 * i * (i % 3);
+        one[i] = 1.0;
+    }
+    const double eps = 1e-5;
+    nc_token_stat st = nc_norm_token(NC_LAYERNORM, eps, x, D);
+    nc_norm_apply(&st, x, D, y);
+    double inv = 1.0 / st.scale, kappa = st.var / (st.var + eps);
+    CHECK(kappa < 0.99); /* eps matters for this token */
+    CHECK_REL(inv * inv * (D - 1 - 2 * kappa + kappa * kappa),
+              nc_jac_token_frob2(NC_LAYERNORM, y, inv, D), 1e-13);
+    /* J 1 = 0 and J xhat = (1 - kappa) inv xhat (0 when eps = 0) */
+    nc_jac_token_vjp(NC_LAYERNORM, y, inv, D, one, v);
+    for (int i = 0; i < D; i++)
+        CHECK_ABS(0.0, v[i], 1e-14 * inv);
+    nc_jac_token_vjp(NC_LAYERNORM, y, inv, D, y, v);
+    for (int i = 0; i < D; i++)
+        CHECK_ABS((1 - kappa) * inv * y[i], v[i], 1e-13 * inv);
+
+    st = nc_norm_token(NC_RMSNORM, eps, x, D);
+    nc_norm_apply(&st, x, D, y);
+    inv = 1.0 / st.scale;
+    kappa = st.ms / (st.ms + eps);
+    CHECK_REL(inv * inv * (D - 2 * kappa + kappa * kappa),
+              nc_jac_token_frob2(NC_RMSNORM, y, inv, D), 1e-13);
+    st = nc_norm_token(NC_RMSNORM, 0.0, x, D);
+    nc_norm_apply(&st, x, D, y);
+    inv = 1.0 / st.scale;
+    nc_jac_token_vjp(NC_RMSNORM, y, inv, D, y, v);
+    for (int i = 0; i < D; i++)
+        CHECK_ABS(0.0, v[i], 1e-14 * inv);
+}
+
+/* ========================================================= pooled metrics */
+
+/* Everything jacobian.h pools, recomputed here by plain loops from BRIEF's
+ * formulas (sums in long double), over the used tokens of res. */
+typedef struct want {
+    double share, radial, ones;
+    double sse[NC_FIT_COUNT], maxe[NC_FIT_COUNT];
+    size_t used;
+} want;
+
+static want recompute(const nc_layer_result *res, const double *X)
+{
+    const size_t d = res->d;
+    long double num = 0, den = 0, rn = 0, rd = 0, od = 0, sse[NC_FIT_COUNT] = {0};
+    want w = {0};
+    double *y = malloc(d * sizeof *y);
+    for (size_t t = 0; t < res->tok.nt; t++) {
+        if (res->tok.status[t] != NC_TOKEN_OK)
+            continue;
+        size_t tok = res->tok.index ? res->tok.index[t] : t;
+        const double *x = X + tok * d;
+        double inv = res->tok.inv[t];
+        for (size_t i = 0; i < d; i++)
+            y[i] = (x[i] - res->tok.centre[t]) * inv;
+        for (size_t i = 0; i < d; i++) {
+            double jii = brief_J(res->norm, y, inv, d, i, i);
+            num += (long double)jii * jii;
+            rn += (long double)(jii * y[i]) * (jii * y[i]);
+            rd += (long double)(inv * y[i]) * (inv * y[i]);
+            for (size_t j = 0; j < d; j++) {
+                double jij = brief_J(res->norm, y, inv, d, i, j);
+                den += (long double)jij * jij;
+            }
+            for (int k = 0; k < NC_FIT_COUNT; k++) {
+                if (!res->fits[k].ok)
+                    continue;
+                double e = jii - nc_surrogate_df(nc_surrogate_get((nc_fit_id)k),
+                                                 &res->fits[k].params, i, x[i]);
+                sse[k] += (long double)e * e;
+                w.maxe[k] = fmax(w.maxe[k], fabs(e));
+            }
+        }
+        od += (long double)d * inv * inv;
+        w.used++;
+    }
+    w.share = (double)(num / den);
+    w.radial = sqrt((double)(rn / rd));
+    w.ones = sqrt((double)(num / od));
+    for (int k = 0; k < NC_FIT_COUNT; k++)
+        w.sse[k] = (double)sse[k];
+    free(y);
+    return w;
+}
+
+static void check_pooled(nc_norm_kind norm, double eps, size_t N, size_t d, double offset)
+{
+    double *X = make_data(N, d, 11 + d, offset);
+    nc_tensor x = tensor_of(X, N, d);
+    nc_layer_result res;
+    nc_jac_result jr;
+    nc_err err = {0};
+    if (analyze(&x, norm, eps, &res)) {
+        CHECK(0);
+        free(X);
+        return;
+    }
+    CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, NULL, 2, NULL, &jr, &err));
+    want w = recompute(&res, X);
+    CHECK_INT(w.used, jr.tokens);
+    CHECK_REL(w.share, jr.diag_frobenius_share, 1e-13);
+    CHECK_REL(w.radial, jr.radial_retention, 1e-13);
+    if (norm == NC_LAYERNORM)
+        CHECK_REL(w.ones, jr.ones_retention, 1e-13);
+    else
+        CHECK(isnan(jr.ones_retention));
+    int compared = 0;
+    for (int k = 0; k < NC_FIT_COUNT; k++) {
+        CHECK(jr.surr[k].ok == res.fits[k].ok);
+        if (!res.fits[k].ok)
+            continue;
+        compared++;
+        CHECK_REL(sqrt(w.sse[k] / ((double)w.used * (double)d)), jr.surr[k].diag_rmse, 1e-11);
+        CHECK_REL(w.maxe[k], jr.surr[k].diag_max_err, 1e-12);
+        CHECK(jr.surr[k].backprop.n == w.used);
+        CHECK(jr.surr[k].backprop.mean > 0 && isfinite(jr.surr[k].backprop.mean));
+    }
+    CHECK(compared >= 6); /* every fit of the defaults, per-channel DyT included */
+    CHECK(jr.surr[NC_FIT_DYT_PER_CHANNEL].ok);
+    /* the dense check ran over every token (d <= 128, N <= 4096) */
+    CHECK_INT(w.used, jr.tokens_materialised);
+    CHECK_ABS(0.0, jr.dense_max_rel_diff, 1e-14);
+    CHECK_ABS(0.0, jr.dense_frob_max_rel_diff, 1e-13);
+    CHECK_STR("ok", jr.dense_status);
+    CHECK_REL(2.0 * (double)d * (double)d * NC_JAC_PROBES * (double)w.used, jr.dense_flops,
+              1e-15);
+    CHECK(jr.ode.ok);
+    nc_jac_result_free(&jr);
+    nc_layer_result_free(&res);
+    free(X);
+}
+
+static void test_pooled_against_loops(void)
+{
+    check_pooled(NC_RMSNORM, 1e-6, 211, 19, 0.0);
+    check_pooled(NC_LAYERNORM, 1e-5, 157, 40, 1.7);
+}
+
+/* RMSNorm: per token sum_i J_ii^2 = inv^2 (d - 2q + S4/d^2) with q = ||y||^2/d,
+ * S4 = sum y_i^4, and ||J||_F^2 = inv^2 (d - 2q + q^2). For Gaussian tokens
+ * with large d (q ~ 1, S4 ~ 3d) the share is (d - 2 + 3/d)/(d - 1) =
+ * 1 - 1/d + 2/(d(d - 1)): 1 - 1/d up to O(1/d^2). Radial retention:
+ * sum (1 - y^2/d)^2 y^2 / sum y^2 ~ 1 - 6/d, its root ~ 1 - 3/d. The probe
+ * error e_i = (inv/d) y_i (y.g - y_i g_i) ~ inv (y.g / d) y_i is, to leading
+ * order, the radial component of g that J removes: ||e|| ~ inv |z| with
+ * z = y.g / ||y|| standard normal, against ||J g|| ~ inv sqrt(d - 1), so the
+ * mean error is E|z| / sqrt(d - 1) = sqrt(2/pi) / sqrt(d - 1) (N probes
+ * 384: the sample mean of |z| is within 12% at 3 sigma). */
+static void test_share_large_d(void)
+{
+    const size_t N = 48, d = 2048;
+    double *X = malloc(N * d * sizeof *X);
+    nc_rng r;
+    nc_rng_seed(&r, 77, 0);
+    for (size_t k = 0; k < N * d; k++)
+        X[k] = 1.3 * nc_rng_normal(&r);
+    nc_tensor x = tensor_of(X, N, d);
+    nc_layer_result res;
+    nc_jac_result jr;
+    nc_err err = {0};
+    if (analyze(&x, NC_RMSNORM, 1e-6, &res)) {
+        CHECK(0);
+        free(X);
+        return;
+    }
+    nc_jac_opts o;
+    nc_jac_opts_defaults(&o);
+    o.dense_tokens = 3;
+    CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, &o, 2, NULL, &jr, &err));
+    const double dd = (double)d;
+    CHECK_ABS(1.0 - 1.0 / dd, jr.diag_frobenius_share, 4.0 / (dd * dd));
+    /* the exact expression in the y's */
+    long double num = 0, den = 0;
+    double *y = malloc(d * sizeof *y);
+    for (size_t t = 0; t < N; t++) {
+        double inv = res.tok.inv[t], q = 0, s4 = 0;
+        for (size_t i = 0; i < d; i++) {
+            y[i] = X[t * d + i] * inv;
+            q += y[i] * y[i] / dd;
+            s4 += y[i] * y[i] * y[i] * y[i];
+        }
+        num += (long double)inv * inv * (dd - 2 * q + s4 / (dd * dd));
+        den += (long double)inv * inv * (dd - 2 * q + q * q);
+    }
+    CHECK_REL((double)(num / den), jr.diag_frobenius_share, 1e-14);
+    CHECK_ABS(1.0 - 3.0 / dd, jr.radial_retention, 1.0 / dd);
+    CHECK_REL(sqrt(2.0 / M_PI) / sqrt(dd - 1.0), jr.backprop.mean, 0.12);
+    CHECK(jr.backprop.median > 0 && jr.backprop.p95 >= jr.backprop.median);
+    CHECK_INT(3, jr.tokens_materialised);
+    CHECK_ABS(0.0, jr.dense_max_rel_diff, 1e-14);
+    CHECK_INT(N, jr.backprop.n);
+    CHECK_INT(0, jr.backprop.n_inf);
+    free(y);
+    nc_jac_result_free(&jr);
+    nc_layer_result_free(&res);
+    free(X);
+}
+
+/* ========================================== the radial direction and 1 */
+
+/* Real gradients parallel to y: J^T g = 0 exactly (eps 0, powers of two so
+ * that every operation is exact), diag(J) g is not: the error is +inf, not
+ * NaN, and counted. With eps > 0 it is huge but finite. LayerNorm with g
+ * along 1: J^T 1 = 0 up to rounding. */
+static void test_parallel_gradients(void)
+{
+    enum { N = 6, D = 4 };
+    double X[N * D], Gr[N * D];
+    for (int t = 0; t < N; t++)
+        for (int i = 0; i < D; i++) {
+            X[t * D + i] = ((i + t) % 2 ? -2.0 : 2.0) * (double)(1 << t);
+            Gr[t * D + i] = (i + t) % 2 ? -1.0 : 1.0; /* = y */
+        }
+    nc_tensor x = tensor_of(X, N, D), g = tensor_of(Gr, N, D);
+    nc_layer_result res;
+    nc_jac_result jr;
+    nc_err err = {0};
+    nc_layer_spec spec;
+    nc_layer_spec_defaults(&spec);
+    spec.name = "parallel";
+    spec.norm = NC_RMSNORM;
+    spec.eps = 0.0;
+    spec.x = &x;
+    for (int k = 0; k < NC_FIT_COUNT; k++)
+        spec.fit[k] = false;
+    CHECK_INT(0, nc_layer_analyze(&spec, &res, &err));
+    CHECK_INT(0, nc_jacobian_run(&res, &x, &g, NULL, NULL, 1, NULL, &jr, &err));
+    CHECK(jr.has_real);
+    CHECK_INT(N, jr.backprop_real.n);
+    CHECK_INT(N, jr.backprop_real.n_inf);
+    CHECK(isinf(jr.backprop_real.mean) && jr.backprop_real.mean > 0);
+    CHECK(isinf(jr.backprop_real.median) && isinf(jr.backprop_real.p95));
+    /* probes are not parallel: finite; the dense product agrees, the real
+     * column (J^T g = 0) included */
+    CHECK(isfinite(jr.backprop.mean));
+    CHECK_INT(N, jr.tokens_materialised);
+    CHECK_INT(NC_JAC_PROBES + 1, jr.dense_columns);
+    CHECK_ABS(0.0, jr.dense_max_rel_diff, 1e-15);
+    /* radial retention: diag(J) y = inv (1 - 1/4) y, so 3/4 of y/r is kept */
+    CHECK_REL(0.75, jr.radial_retention, 1e-15);
+    nc_jac_result_free(&jr);
+    nc_layer_result_free(&res);
+
+    /* eps > 0: y_i^2 = kappa = ms / (ms + eps), J g = inv (1 - kappa) g and
+     * diag(J) g = inv (1 - kappa/4) g, so the error is (3 kappa / 4) / (1 -
+     * kappa) = 0.75 ms / eps: huge but finite. Token t has ms = 4^(t+1). */
+    spec.eps = 1e-6;
+    CHECK_INT(0, nc_layer_analyze(&spec, &res, &err));
+    CHECK_INT(0, nc_jacobian_run(&res, &x, &g, NULL, NULL, 1, NULL, &jr, &err));
+    CHECK_INT(0, jr.backprop_real.n_inf);
+    CHECK(isfinite(jr.backprop_real.mean));
+    double rel[N], mean = 0;
+    for (int t = 0; t < N; t++) {
+        rel[t] = 0.75 * pow(4.0, t + 1) / 1e-6;
+        mean += rel[t] / N;
+    }
+    /* 1 - kappa = eps / (ms + eps), down to 2.4e-10, comes out of 1 - ||y||^2/d
+     * with y rounded to 1e-16: up to 1e-16 / 2.4e-10 = 4e-7 relative */
+    CHECK_REL(mean, jr.backprop_real.mean, 1e-6);
+    CHECK_REL(np_quantile(rel, N, 0.5), jr.backprop_real.median, 1e-7);
+    CHECK_REL(np_quantile(rel, N, 0.95), jr.backprop_real.p95, 1e-6);
+    nc_jac_result_free(&jr);
+    nc_layer_result_free(&res);
+
+    /* LayerNorm, g = 1: J^T 1 = 0 up to rounding, the error is >= 1, never NaN */
+    double X2[N * D], ones[N * D];
+    for (int k = 0; k < N * D; k++) {
+        X2[k] = sin(2.385 * k) + 0.1 * k;
+        ones[k] = 1.0;
+    }
+    nc_tensor x2 = tensor_of(X2, N, D), g1 = tensor_of(ones, N, D);
+    spec.x = &x2;
+    spec.norm = NC_LAYERNORM;
+    spec.eps = 1e-5;
+    CHECK_INT(0, nc_layer_analyze(&spec, &res, &err));
+    CHECK_INT(0, nc_jacobian_run(&res, &x2, &g1, NULL, NULL, 1, NULL, &jr, &err));
+    CHECK(!isnan(jr.backprop_real.mean) && jr.backprop_real.median >= 1.0);
+    CHECK(!isnan(jr.ones_retention) && jr.ones_retention > 0.5);
+    nc_jac_result_free(&jr);
+    nc_layer_result_free(&res);
+}
+
+/* Gradients orthogonal to y (and to 1 for LayerNorm), all |y_i| small: for
+ * RMSNorm e_i = -(inv/d) y_i^2 g_i and v = inv g, so the error is at most
+ * max y_i^2 / d. The real-gradient summary is checked against numbers
+ * computed here (numpy's linear quantiles), and the weight is applied. */
+static void test_orthogonal_gradients(void)
+{
+    enum { N = 40, D = 64 };
+    const nc_norm_kind norms[] = {NC_RMSNORM, NC_LAYERNORM};
+    for (int b = 0; b < 2; b++) {
+        const nc_norm_kind norm = norms[b];
+        double X[N * D], Gr[N * D], W[D], y[D], gw[D], v[D], errs[N];
+        nc_rng r;
+        nc_rng_seed(&r, 99, (uint64_t)b);
+        for (int i = 0; i < D; i++)
+            W[i] = 0.5 + nc_rng_uniform(&r);
+        for (int k = 0; k < N * D; k++)
+            X[k] = 0.3 + 2.0 * nc_rng_uniform(&r) - 1.0; /* bounded: |y| <= ~2 */
+        for (int t = 0; t < N; t++) {
+            double inv;
+            token_y(norm, 1e-5, X + t * D, D, y, &inv);
+            /* g random, projected off y (and 1), then divided by the weight so
+             * that weight * g is the projected vector */
+            for (int i = 0; i < D; i++)
+                gw[i] = nc_rng_normal(&r);
+            for (int pass = 0; pass < 2; pass++) {
+                if (norm == NC_LAYERNORM) {
+                    double m = 0;
+                    for (int i = 0; i < D; i++)
+                        m += gw[i] / D;
+                    for (int i = 0; i < D; i++)
+                        gw[i] -= m;
+                }
+                double yg = 0, yy = 0;
+                for (int i = 0; i < D; i++)
+                    yg += y[i] * gw[i], yy += y[i] * y[i];
+                for (int i = 0; i < D; i++)
+                    gw[i] -= y[i] * yg / yy;
+            }
+            double ymax = 0, e2 = 0, v2 = 0;
+            nc_jac_token_vjp(norm, y, inv, D, gw, v);
+            for (int i = 0; i < D; i++) {
+                Gr[t * D + i] = gw[i] / W[i];
+                ymax = fmax(ymax, y[i] * y[i]);
+                double e = brief_J(norm, y, inv, D, i, i) * gw[i] - v[i];
+                e2 += e * e;
+                v2 += v[i] * v[i];
+            }
+            errs[t] = sqrt(e2 / v2);
+            double bound = norm == NC_RMSNORM ? ymax / D : (ymax + 1.0) / D;
+            CHECK(errs[t] <= bound * (1 + 1e-12));
+        }
+        nc_tensor x = tensor_of(X, N, D), g = tensor_of(Gr, N, D);
+        nc_layer_result res;
+        nc_jac_result jr;
+        nc_err err = {0};
+        if (analyze(&x, norm, 1e-5, &res)) {
+            CHECK(0);
+            continue;
+        }
+        CHECK_INT(0, nc_jacobian_run(&res, &x, &g, W, NULL, 2, NULL, &jr, &err));
+        CHECK(jr.real_weighted);
+        CHECK(jr.backprop_real.mean < 0.08);
+        double mean = 0;
+        for (int t = 0; t < N; t++)
+            mean += errs[t] / N;
+        qsort(errs, N, sizeof errs[0], cmp_dbl);
+        CHECK_REL(mean, jr.backprop_real.mean, 1e-9);
+        CHECK_REL(np_quantile(errs, N, 0.5), jr.backprop_real.median, 1e-9);
+        CHECK_REL(np_quantile(errs, N, 0.95), jr.backprop_real.p95, 1e-9);
+        CHECK_INT(N, jr.backprop_real.n);
+        /* random probes have a radial part: their error, ~1/sqrt(d), is
+         * larger than that of the orthogonal gradients */
+        CHECK(jr.backprop.mean > jr.backprop_real.mean);
+        /* a surrogate is compared with the same gradients */
+        CHECK(jr.surr[NC_FIT_DYISRU].backprop_real.n == (size_t)N);
+        nc_jac_result_free(&jr);
+        nc_layer_result_free(&res);
+    }
+}
+
+/* ====================================================== determinism etc. */
+
+static bool same_bits(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+static bool same_summary(const nc_jac_summary *a, const nc_jac_summary *b)
+{
+    return same_bits(a->mean, b->mean) && same_bits(a->median, b->median) &&
+           same_bits(a->p95, b->p95) && a->n == b->n && a->n_inf == b->n_inf;
+}
+
+static void test_thread_independence(void)
+{
+    const size_t N = 777, d = 50;
+    double *X = make_data(N, d, 5, 0.8), *Gr = make_data(N, d, 6, 0.0);
+    double W[50];
+    for (size_t i = 0; i < d; i++)
+        W[i] = 0.9 + 0.01 * (double)i;
+    nc_tensor x = tensor_of(X, N, d), g = tensor_of(Gr, N, d);
+    const nc_norm_kind norms[] = {NC_RMSNORM, NC_LAYERNORM};
+    for (int b = 0; b < 2; b++) {
+        nc_layer_result res;
+        nc_jac_result j1, j2;
+        nc_err err = {0};
+        if (analyze(&x, norms[b], 1e-5, &res)) {
+            CHECK(0);
+            continue;
+        }
+        nc_jac_opts o;
+        nc_jac_opts_defaults(&o);
+        o.seed = 2385;
+        o.dense_tokens = 4;
+        CHECK_INT(0, nc_jacobian_run(&res, &x, &g, W, &o, 1, NULL, &j1, &err));
+        CHECK_INT(0, nc_jacobian_run(&res, &x, &g, W, &o, 2, NULL, &j2, &err));
+        CHECK(same_bits(j1.diag_frobenius_share, j2.diag_frobenius_share));
+        CHECK(same_bits(j1.radial_retention, j2.radial_retention));
+        CHECK(same_bits(j1.ones_retention, j2.ones_retention) || norms[b] == NC_RMSNORM);
+        CHECK(same_summary(&j1.backprop, &j2.backprop));
+        CHECK(same_summary(&j1.backprop_real, &j2.backprop_real));
+        for (int k = 0; k < NC_FIT_COUNT; k++) {
+            CHECK(same_bits(j1.surr[k].diag_rmse, j2.surr[k].diag_rmse) || !j1.surr[k].ok);
+            CHECK(same_bits(j1.surr[k].diag_max_err, j2.surr[k].diag_max_err) ||
+                  !j1.surr[k].ok);
+            CHECK(same_summary(&j1.surr[k].backprop, &j2.surr[k].backprop));
+            CHECK(same_summary(&j1.surr[k].backprop_real, &j2.surr[k].backprop_real));
+        }
+        CHECK(memcmp(j1.token_backprop, j2.token_backprop, N * sizeof(double)) == 0);
+        /* another seed changes the probes, not the probe-free metrics */
+        nc_jac_result j3;
+        o.seed = 2386;
+        CHECK_INT(0, nc_jacobian_run(&res, &x, &g, W, &o, 2, NULL, &j3, &err));
+        CHECK(same_bits(j1.diag_frobenius_share, j3.diag_frobenius_share));
+        CHECK(same_summary(&j1.backprop_real, &j3.backprop_real));
+        CHECK(!same_bits(j1.backprop.mean, j3.backprop.mean));
+        CHECK_REL(j1.backprop.mean, j3.backprop.mean, 0.1);
+        nc_jac_result_free(&j1);
+        nc_jac_result_free(&j2);
+        nc_jac_result_free(&j3);
+        nc_layer_result_free(&res);
+    }
+    free(X);
+    free(Gr);
+}
+
+/* Probes are standard normal, seeded per token (stream = token index, seed
+ * mixed with NC_JAC_SEED_TAG): a token's error does not depend on which
+ * other tokens are visited (a token sample). */
+static void test_probes_per_token(void)
+{
+    const size_t N = 300, d = 24;
+    double *X = make_data(N, d, 8, 0.0);
+    nc_tensor x = tensor_of(X, N, d);
+    nc_layer_spec spec;
+    nc_layer_spec_defaults(&spec);
+    spec.name = "sample";
+    spec.norm = NC_RMSNORM;
+    spec.eps = 1e-6;
+    spec.x = &x;
+    nc_layer_result full, part;
+    nc_jac_result jf, jp;
+    nc_err err = {0};
+    CHECK_INT(0, nc_layer_analyze(&spec, &full, &err));
+    spec.sample_tokens = 37;
+    CHECK_INT(0, nc_layer_analyze(&spec, &part, &err));
+    CHECK_INT(0, nc_jacobian_run(&full, &x, NULL, NULL, NULL, 2, NULL, &jf, &err));
+    CHECK_INT(0, nc_jacobian_run(&part, &x, NULL, NULL, NULL, 2, NULL, &jp, &err));
+    CHECK_INT(37, jp.tokens);
+    CHECK_INT(37, jp.tokens_materialised);
+    CHECK_ABS(0.0, jp.dense_max_rel_diff, 1e-14);
+    int same = 0;
+    for (size_t t = 0; t < part.tok.nt; t++)
+        same += same_bits(jf.token_backprop[part.tok.index[t]], jp.token_backprop[t]);
+    CHECK_INT(37, same);
+    want w = recompute(&part, X);
+    CHECK_REL(w.share, jp.diag_frobenius_share, 1e-13);
+    nc_jac_result_free(&jf);
+    nc_jac_result_free(&jp);
+    nc_layer_result_free(&full);
+    nc_layer_result_free(&part);
+    free(X);
+}
+
+static void test_dense_options_and_errors(void)
+{
+    const size_t N = 90, d = 150;
+    double *X = make_data(N, d, 9, 0.5);
+    nc_tensor x = tensor_of(X, N, d);
+    nc_layer_result res;
+    nc_jac_result jr;
+    nc_err err = {0};
+    if (analyze(&x, NC_LAYERNORM, 1e-5, &res)) {
+        CHECK(0);
+        free(X);
+        return;
+    }
+    /* d > 128: the default is NC_JAC_DENSE_TOKENS tokens */
+    CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, NULL, 2, NULL, &jr, &err));
+    CHECK_INT(NC_JAC_DENSE_TOKENS, jr.tokens_materialised);
+    CHECK_INT(NC_JAC_PROBES, jr.dense_columns);
+    CHECK_ABS(0.0, jr.dense_max_rel_diff, 1e-14);
+    CHECK(jr.time_dense_gemm_s >= 0 && jr.time_dense_gemm_s <= jr.time_dense_s);
+    nc_jac_result_free(&jr);
+    nc_jac_opts o;
+    nc_jac_opts_defaults(&o);
+    o.dense_tokens = NC_JAC_DENSE_ALL;
+    o.probes = 3;
+    CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, &o, 2, NULL, &jr, &err));
+    CHECK_INT(N, jr.tokens_materialised);
+    CHECK_INT(3, jr.probes);
+    nc_jac_result_free(&jr);
+    o.dense_max_bytes = 1000;
+    CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, &o, 2, NULL, &jr, &err));
+    CHECK_INT(0, jr.tokens_materialised);
+    CHECK_CONTAINS(jr.dense_status, "exceeds 1000 bytes");
+    CHECK(isnan(jr.dense_max_rel_diff));
+    nc_jac_result_free(&jr);
+    o.dense_max_bytes = 0;
+    o.no_dense = true;
+    CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, &o, 2, NULL, &jr, &err));
+    CHECK_CONTAINS(jr.dense_status, "skipped");
+    CHECK(isfinite(jr.diag_frobenius_share));
+    nc_jac_result_free(&jr);
+
+    /* a gradient of the wrong shape or type */
+    nc_tensor g = tensor_of(X, N - 1, d);
+    CHECK_INT(NC_EINVAL, nc_jacobian_run(&res, &x, &g, NULL, NULL, 2, NULL, &jr, &err));
+    CHECK_CONTAINS(err.msg, "gradient has shape [89, 150], expected [90, 150]");
+    nc_err_clear(&err);
+    g = tensor_of(X, N, d);
+    g.dtype = NC_I32;
+    CHECK_INT(NC_EUNSUPPORTED, nc_jacobian_run(&res, &x, &g, NULL, NULL, 2, NULL, &jr, &err));
+    CHECK_CONTAINS(err.msg, "gradient dtype I32");
+    nc_err_clear(&err);
+    /* a zero and a non-finite real gradient row are left out and counted */
+    double *Gr = make_data(N, d, 10, 0.0);
+    memset(Gr, 0, d * sizeof *Gr);
+    Gr[5 * d + 7] = NAN;
+    g = tensor_of(Gr, N, d);
+    CHECK_INT(0, nc_jacobian_run(&res, &x, &g, NULL, NULL, 2, NULL, &jr, &err));
+    CHECK_INT(1, jr.real_zero_tokens);
+    CHECK_INT(1, jr.real_nonfinite_tokens);
+    CHECK_INT(N - 2, jr.backprop_real.n);
+    CHECK(isfinite(jr.backprop_real.mean));
+    CHECK_INT(NC_JAC_PROBES + 1, jr.dense_columns);
+    CHECK_ABS(0.0, jr.dense_max_rel_diff, 1e-14);
+    nc_jac_result_free(&jr);
+    free(Gr);
+    nc_layer_result_free(&res);
+    free(X);
+}
+
+/* Tokens without an output are skipped; a layer with none gives NaN
+ * metrics, not an error. */
+static void test_unusable_tokens(void)
+{
+    enum { N = 5, D = 8 };
+    double X[N * D];
+    for (int k = 0; k < N * D; k++)
+        X[k] = cos(0.7 * k) + 0.2;
+    X[2 * D + 3] = NAN;
+    nc_tensor x = tensor_of(X, N, D);
+    nc_layer_result res;
+    nc_jac_result jr;
+    nc_err err = {0};
+    if (analyze(&x, NC_RMSNORM, 1e-6, &res)) {
+        CHECK(0);
+        return;
+    }
+    CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, NULL, 2, NULL, &jr, &err));
+    CHECK_INT(N - 1, jr.tokens);
+    CHECK(isnan(jr.token_backprop[2]) && isfinite(jr.token_backprop[1]));
+    CHECK_INT(N - 1, jr.backprop.n);
+    nc_jac_result_free(&jr);
+    nc_layer_result_free(&res);
+
+    for (int k = 0; k < N * D; k++)
+        X[k] = k % D == 0 ? INFINITY : 1.0;
+    if (analyze(&x, NC_RMSNORM, 1e-6, &res)) {
+        CHECK(0);
+        return;
+    }
+    CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, NULL, 2, NULL, &jr, &err));
+    CHECK_INT(0, jr.tokens);
+    CHECK(isnan(jr.diag_frobenius_share) && isnan(jr.backprop.mean));
+    CHECK_INT(0, jr.backprop.n);
+    CHECK_INT(0, jr.tokens_materialised);
+    CHECK_CONTAINS(jr.dense_status, "no usable token");
+    nc_jac_result_free(&jr);
+    nc_layer_result_free(&res);
+}
+
+static void test_blas_rate(void)
+{
+    double gf = 0, el = 0;
+    nc_err err = {0};
+    CHECK_INT(0, nc_jac_blas_rate(64, true, 2, &gf, &el, &err));
+    CHECK(gf > 0 && el > 0);
+    CHECK_INT(0, nc_jac_blas_rate(64, false, 1, &gf, &el, &err));
+    CHECK(gf > 0 && el > 0);
+    CHECK_INT(NC_EINVAL, nc_jac_blas_rate(0, false, 1, &gf, &el, &err));
+}
+
+int main(void)
+{
+    test_ode_known_solutions();
+    test_ode_check_closed_forms();
+    test_token_jacobian_three_ways();
+    test_token_closed_forms();
+    test_dense_vjp_layout();
+    test_pooled_against_loops();
+    test_share_large_d();
+    test_parallel_gradients();
+    test_orthogonal_gradients();
+    test_thread_independence();
+    test_probes_per_token();
+    test_dense_options_and_errors();
+    test_unusable_tokens();
+    test_blas_rate();
+    return CHECK_DONE();
+}
