@@ -17,6 +17,8 @@ static const char usage[] =
     "  synth -o OUT             write synthetic activations (presets early/middle/late)\n"
     "  norm FILE -o OUT.npy     write LayerNorm / RMSNorm of a tensor\n"
     "  fit FILE...              fit DyT, DyISRU, Derf and an affine map per layer\n"
+    "  jacobian FILE...         compare each norm's exact Jacobian with its diagonal\n"
+    "                           and with the surrogates' derivatives\n"
     "  run CONFIG.json          run an experiment described by a config file\n"
     "\n"
     "'normcmp <command> --help' lists a command's options; 'normcmp --version'.\n";
@@ -28,7 +30,7 @@ int main(int argc, char **argv)
         int (*fn)(int, char **);
     } cmds[] = {
         {"inspect", cli_inspect}, {"synth", cli_synth}, {"norm", cli_norm},
-        {"fit", cli_fit},         {"run", cli_run},
+        {"fit", cli_fit},         {"run", cli_run},         {"jacobian", cli_jacobian},
     };
     if (argc < 2) {
         fputs(usage, stderr);
@@ -46,7 +48,7 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++)
         if (strcmp(argv[1], cmds[k].name) == 0)
             return cmds[k].fn(argc - 1, argv + 1);
-    fprintf(stderr, "normcmp: unknown command '%s' (expected inspect, synth, norm, fit or run; "
+    fprintf(stderr, "normcmp: unknown command '%s' (expected inspect, synth, norm, fit, jacobian or run; "
                     "see 'normcmp --help')\n", argv[1]);
     return 2;
 }

@@ -385,6 +385,27 @@ int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err)
         if (rc)
             return rc;
         l->done = true;
+        if (cfg->jacobian.enabled && l->result.points > 0) {
+            nc_jac_opts jo;
+            nc_jac_opts_defaults(&jo);
+            jo.probes = cfg->jacobian.probes;
+            jo.dense_tokens = cfg->jacobian.dense_tokens;
+            jo.seed = cfg->jacobian.has_seed ? cfg->jacobian.seed : cfg->seed;
+            double *w = NULL;
+            const nc_tensor *wt = l->comp[NC_COMP_WEIGHT];
+            if (wt && l->comp[NC_COMP_GRAD]) {
+                /* the gradient at the norm's output is weight * grad_output */
+                if (!(w = malloc(wt->nelem * sizeof *w)))
+                    return nc_err_set(err, NC_ENOMEM, "out of memory");
+                nc_tensor_elems(wt, 0, wt->nelem, w);
+            }
+            rc = nc_jacobian_run(&l->result, l->x, l->comp[NC_COMP_GRAD], w, &jo, cfg->threads,
+                                 progress, &l->jacobian, err);
+            free(w);
+            if (rc)
+                return rc;
+            l->has_jacobian = true;
+        }
         if (l->cfg->outlier_steps) {
             if ((rc = nc_outlier_steps_run(l->x, l->norm, l->eps, &l->outlier_steps, err)))
                 return rc;
@@ -401,6 +422,8 @@ void nc_plan_close(nc_plan *plan)
     for (size_t k = 0; k < plan->nlayers; k++) {
         free(plan->layers[k].name);
         nc_layer_result_free(&plan->layers[k].result);
+        if (plan->layers[k].has_jacobian)
+            nc_jac_result_free(&plan->layers[k].jacobian);
     }
     free(plan->layers);
     free(plan->inputs);

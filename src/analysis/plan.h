@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "analysis/layer.h"
+#include "analysis/jacobian.h"
 #include "analysis/outlier.h"
 #include "io/dump.h"
 #include "report/config.h"
@@ -44,6 +45,8 @@ typedef struct nc_plan_layer {
     nc_layer_result result; /* filled by nc_plan_run */
     bool has_outlier_steps;
     nc_outlier_steps outlier_steps;
+    bool has_jacobian;
+    nc_jac_result jacobian;
     bool done;
 } nc_plan_layer;
 

@@ -19,6 +19,7 @@ int cli_synth(int argc, char **argv);
 int cli_norm(int argc, char **argv);
 int cli_fit(int argc, char **argv);
 int cli_run(int argc, char **argv);
+int cli_jacobian(int argc, char **argv);
 
 /* Prints err's message and returns its exit status. */
 int cli_fail(const nc_err *err);
@@ -33,6 +34,10 @@ char *cli_command_line(int argc, char **argv);
  * config_path is given, a copy of the config as <output>/config.json), and
  * prints the summary table on stdout. Returns the exit status. */
 int cli_execute(const nc_config *cfg, const char *command, const char *config_path, bool quiet);
+
+/* The summary printed by cli_execute: the fits table (and a Jacobian table
+ * when computed), or the Jacobian table alone (`normcmp jacobian`). */
+extern bool cli_summary_jacobian_only;
 
 /* Checks stdout for write errors before a successful exit; returns the
  * status to exit with. */

@@ -86,14 +86,46 @@ static void print_num(double v, int width)
         printf(" %*s", width, "-");
 }
 
-/* The summary table: one line per layer. */
-static void print_summary(const nc_plan *plan)
+bool cli_summary_jacobian_only;
+
+static int name_width(const nc_plan *plan)
 {
     int w = 5;
     for (size_t k = 0; k < plan->nlayers; k++) {
         int n = (int)strlen(plan->layers[k].name);
         w = n > w ? n : w;
     }
+    return w;
+}
+
+/* The Jacobian table: one line per layer (BRIEF.md "The gradient derivation"). */
+static void print_jacobian_summary(const nc_plan *plan)
+{
+    int w = name_width(plan);
+    printf("%-*s %11s %11s %11s %11s %11s %11s %11s\n", w, "layer", "diag share", "bp err",
+           "radial", "DyT J-rmse", "ISRU J-rmse", "DyT bp err", "ISRU bp err");
+    for (size_t k = 0; k < plan->nlayers; k++) {
+        const nc_plan_layer *l = &plan->layers[k];
+        if (!l->has_jacobian)
+            continue;
+        const nc_jac_result *j = &l->jacobian;
+        const nc_jac_surrogate *dyt = &j->surr[NC_FIT_DYT], *isru = &j->surr[NC_FIT_DYISRU];
+        printf("%-*s", w, l->name);
+        print_num(j->diag_frobenius_share, 11);
+        print_num(j->backprop.median, 11);
+        print_num(j->radial_retention, 11);
+        print_num(dyt->ok ? dyt->diag_rmse : NAN, 11);
+        print_num(isru->ok ? isru->diag_rmse : NAN, 11);
+        print_num(dyt->ok ? dyt->backprop.mean : NAN, 11);
+        print_num(isru->ok ? isru->backprop.mean : NAN, 11);
+        printf("\n");
+    }
+}
+
+/* The summary table: one line per layer. */
+static void print_summary(const nc_plan *plan)
+{
+    int w = name_width(plan);
     printf("%-*s %8s %6s %11s %11s %11s %11s %11s\n", w, "layer", "N", "d", "DyT alpha",
            "alpha*std", "R2 affine", "R2 DyT", "R2 DyISRU");
     for (size_t k = 0; k < plan->nlayers; k++) {
@@ -172,7 +204,16 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
     set = NULL;
     if (rc != 0)
         goto fail;
-    print_summary(plan);
+    bool any_jac = false;
+    for (size_t k = 0; k < plan->nlayers; k++)
+        any_jac = any_jac || plan->layers[k].has_jacobian;
+    if (!cli_summary_jacobian_only)
+        print_summary(plan);
+    if (any_jac) {
+        if (!cli_summary_jacobian_only)
+            printf("\n");
+        print_jacobian_summary(plan);
+    }
     if (!quiet)
         fprintf(stderr, "normcmp: wrote %s/report.json\n", cfg->output);
     goto out;

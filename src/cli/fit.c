@@ -35,6 +35,9 @@ enum {
     OPT_BINS,
     OPT_MAX_EXACT,
     OPT_EXPERIMENT,
+    OPT_NO_JACOBIAN,
+    OPT_PROBES,
+    OPT_DENSE_TOKENS,
 };
 
 static const struct option fit_options[] = {
@@ -57,6 +60,9 @@ static const struct option fit_options[] = {
     {"bins", required_argument, NULL, OPT_BINS},
     {"max-exact-points", required_argument, NULL, OPT_MAX_EXACT},
     {"experiment", required_argument, NULL, OPT_EXPERIMENT},
+    {"no-jacobian", no_argument, NULL, OPT_NO_JACOBIAN},
+    {"probes", required_argument, NULL, OPT_PROBES},
+    {"dense-tokens", required_argument, NULL, OPT_DENSE_TOKENS},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -90,6 +96,10 @@ static const char fit_help[] =
     "      --bins N               most bins of x for large layers (default 32768)\n"
     "      --max-exact-points N   fit raw points up to this many, bins above (default 262144)\n"
     "      --experiment NAME      also run outlier-steps on each layer\n"
+    "      --no-jacobian          skip the diagonal-Jacobian comparison\n"
+    "      --probes N             random probe gradients per token, 1..1024 (default 8)\n"
+    "      --dense-tokens N       tokens whose d x d Jacobian is built with OpenBLAS (default\n"
+    "                             32; all when d <= 128 and N <= 4096)\n"
     "  -q, --quiet                no progress or messages on stderr\n"
     "  -h, --help                 this help\n";
 
@@ -155,8 +165,36 @@ static char *stem(const char *path)
     return s;
 }
 
+static const char jacobian_help[] =
+    "usage: normcmp jacobian FILE... [options]\n"
+    "The diagonal-Jacobian comparison of BRIEF.md (\"The gradient derivation\"): the share\n"
+    "of each norm's exact Jacobian on its diagonal, the backprop error of keeping only\n"
+    "the diagonal (random probes, and the dump's real gradients when it has them),\n"
+    "the radial error, each fitted surrogate's derivative against the diagonal, and\n"
+    "the ODE check. Runs the fits too (the surrogates are compared), writes\n"
+    "DIR/report.json and prints the Jacobian summary. Takes every option of\n"
+    "'normcmp fit' (see 'normcmp fit --help'); the ones specific to it:\n"
+    "\n"
+    "      --probes N             random probe gradients per token, 1..1024 (default 8)\n"
+    "      --dense-tokens N       tokens whose d x d Jacobian is built with OpenBLAS\n"
+    "      --grad-output FILE     upstream gradients (.npy; default <prefix>_grad_output.npy)\n";
+
+static int fit_main(int argc, char **argv, bool jacobian_mode);
+
 int cli_fit(int argc, char **argv)
 {
+    return fit_main(argc, argv, false);
+}
+
+int cli_jacobian(int argc, char **argv)
+{
+    cli_summary_jacobian_only = true;
+    return fit_main(argc, argv, true);
+}
+
+static int fit_main(int argc, char **argv, bool jacobian_mode)
+{
+    const char *cmd = jacobian_mode ? "jacobian" : "fit";
     nc_err err = {0};
     nc_config *cfg = NULL;
     overrides ov = {0};
@@ -178,14 +216,14 @@ int cli_fit(int argc, char **argv)
         switch (c) {
         case OPT_TENSOR:
             if (ntensors == sizeof tensors / sizeof tensors[0]) {
-                status = cli_usage_error("fit", "too many --tensor options (at most 64)");
+                status = cli_usage_error(cmd, "too many --tensor options (at most 64)");
                 goto out;
             }
             tensors[ntensors++] = optarg;
             break;
         case OPT_NORM:
             if (!nc_norm_parse(optarg, &norm)) {
-                status = cli_usage_error("fit", "--norm: expected layernorm or rmsnorm, got '%s'",
+                status = cli_usage_error(cmd, "--norm: expected layernorm or rmsnorm, got '%s'",
                                          optarg);
                 goto out;
             }
@@ -228,7 +266,7 @@ int cli_fit(int argc, char **argv)
                                : c == OPT_AMP_DYISRU ? "--amplitude-dyisru"
                                                      : "--amplitude-derf";
             if (!nc_amp_parse(optarg, a) || (c == OPT_AMP_DYISRU && a->rule == NC_AMP_FREE)) {
-                status = cli_usage_error("fit", "%s: expected %s, got '%s'", name,
+                status = cli_usage_error(cmd, "%s: expected %s, got '%s'", name,
                                          c == OPT_AMP_DYISRU
                                              ? "sqrt(d), sqrt(d-1), auto or a number > 0"
                                              : "free, sqrt(d), sqrt(d-1), auto or a number > 0",
@@ -264,30 +302,43 @@ int cli_fit(int argc, char **argv)
             break;
         case OPT_EXPERIMENT:
             if (strcmp(optarg, "outlier-steps") != 0) {
-                status = cli_usage_error("fit", "--experiment: expected outlier-steps, got '%s'",
+                status = cli_usage_error(cmd, "--experiment: expected outlier-steps, got '%s'",
                                          optarg);
                 goto out;
             }
             outlier = true;
             break;
+        case OPT_NO_JACOBIAN:
+            cfg->jacobian.enabled = false;
+            break;
+        case OPT_PROBES:
+            if (nc_parse_u64(optarg, "--probes", 1, 1024, &u, &err))
+                goto fail;
+            cfg->jacobian.probes = (size_t)u;
+            break;
+        case OPT_DENSE_TOKENS:
+            if (nc_parse_u64(optarg, "--dense-tokens", 1, (uint64_t)1 << 40, &u, &err))
+                goto fail;
+            cfg->jacobian.dense_tokens = (size_t)u;
+            break;
         case OPT_QUIET:
             ov.quiet = true;
             break;
         case OPT_HELP:
-            fputs(fit_help, stdout);
+            fputs(jacobian_mode ? jacobian_help : fit_help, stdout);
             status = cli_finish_stdout(0);
             goto out;
         default:
-            status = cli_usage_error("fit", "unknown or incomplete option");
+            status = cli_usage_error(cmd, "unknown or incomplete option");
             goto out;
         }
     }
     if (optind >= argc) {
-        status = cli_usage_error("fit", "expected at least one input FILE");
+        status = cli_usage_error(cmd, "expected at least one input FILE");
         goto out;
     }
     if (label && argc - optind > 1) {
-        status = cli_usage_error("fit", "--label names one layer, but %d files are given",
+        status = cli_usage_error(cmd, "--label names one layer, but %d files are given",
                                  argc - optind);
         goto out;
     }

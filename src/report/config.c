@@ -39,6 +39,7 @@ int nc_config_alloc(const char *source, nc_config **out, nc_err *err)
     cfg->amp_dyisru.rule = NC_AMP_AUTO;
     cfg->amp_derf.rule = NC_AMP_FREE;
     cfg->seed = 1;
+    cfg->jacobian.enabled = true;
     *out = cfg;
     return 0;
 }
@@ -161,9 +162,20 @@ typedef struct walker {
     nc_err *err;
 } walker;
 
+/* parent.key, cut at PATH_MAX_LEN (only ever used in messages). */
 static void child_path(char *out, const char *parent, const char *key)
 {
-    snprintf(out, PATH_MAX_LEN, "%s%s%s", parent, *parent ? "." : "", key);
+    size_t n = strlen(parent);
+    if (n >= PATH_MAX_LEN)
+        n = PATH_MAX_LEN - 1;
+    memcpy(out, parent, n);
+    if (n && n + 1 < PATH_MAX_LEN)
+        out[n++] = '.';
+    size_t k = strlen(key);
+    if (k > PATH_MAX_LEN - 1 - n)
+        k = PATH_MAX_LEN - 1 - n;
+    memcpy(out + n, key, k);
+    out[n + k] = '\0';
 }
 
 static int bad(walker *w, const char *path, const char *expected)
@@ -512,11 +524,37 @@ static int parse_layer(walker *w, const cJSON *obj, int idx, nc_config *cfg)
     return 0;
 }
 
+static int parse_jacobian(walker *w, const cJSON *obj, nc_config *cfg)
+{
+    static const char *const keys[] = {"enabled", "probes", "dense_tokens", "seed", NULL};
+    if (!cJSON_IsObject(obj))
+        return bad(w, "jacobian", "an object");
+    int rc = check_keys(w, obj, "jacobian", keys);
+    uint64_t u;
+    if (rc || (rc = get_bool(w, obj, "enabled", "jacobian", &cfg->jacobian.enabled)))
+        return rc;
+    u = cfg->jacobian.probes;
+    if ((rc = get_uint(w, obj, "probes", "jacobian", 1, 1024, &u)))
+        return rc;
+    cfg->jacobian.probes = (size_t)u;
+    u = cfg->jacobian.dense_tokens;
+    if ((rc = get_uint(w, obj, "dense_tokens", "jacobian", 1, 1e9, &u)))
+        return rc;
+    cfg->jacobian.dense_tokens = (size_t)u;
+    if (cJSON_GetObjectItemCaseSensitive(obj, "seed")) {
+        if ((rc = get_uint(w, obj, "seed", "jacobian", 0, 9007199254740992.0,
+                           &cfg->jacobian.seed)))
+            return rc;
+        cfg->jacobian.has_seed = true;
+    }
+    return 0;
+}
+
 static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
 {
     static const char *const keys[] = {"name", "output", "norm", "eps", "fits", "amplitude",
                                        "bins", "max_exact_points", "sample_tokens", "seed",
-                                       "threads", "layers", NULL};
+                                       "threads", "jacobian", "layers", NULL};
     if (!cJSON_IsObject(root))
         return nc_err_set(w->err, NC_EINVAL, "%s: expected a JSON object at the top level",
                           w->file);
@@ -533,6 +571,9 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
         return rc;
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "amplitude")) &&
         (rc = parse_amplitude(w, v, cfg)))
+        return rc;
+    if ((v = cJSON_GetObjectItemCaseSensitive(root, "jacobian")) &&
+        (rc = parse_jacobian(w, v, cfg)))
         return rc;
     uint64_t u = 0;
     if ((rc = get_uint(w, root, "bins", "", 16, 1 << 24, &u)))

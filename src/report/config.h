@@ -58,6 +58,13 @@ typedef struct nc_config {
     size_t max_bins, max_exact_points, sample_tokens;
     uint64_t seed;
     int threads;
+    struct {
+        bool enabled;         /* the diagonal-Jacobian comparison per layer (default on) */
+        size_t probes;        /* random probes per token (0: default) */
+        size_t dense_tokens;  /* tokens materialised as d x d (0: default) */
+        bool has_seed;
+        uint64_t seed;        /* probe seed (default: the config's seed) */
+    } jacobian;
     nc_config_layer *layers;
     size_t nlayers;
 } nc_config;

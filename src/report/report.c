@@ -131,6 +131,10 @@ static void add_config(builder *b, cJSON *root, const nc_config *cfg)
     num(b, c, "sample_tokens", (double)cfg->sample_tokens);
     num(b, c, "seed", (double)cfg->seed);
     num(b, c, "threads", (double)cfg->threads);
+    cJSON *jac = obj(b, c, "jacobian");
+    boolean(b, jac, "enabled", cfg->jacobian.enabled);
+    num(b, jac, "probes", (double)cfg->jacobian.probes);
+    num(b, jac, "dense_tokens", (double)cfg->jacobian.dense_tokens);
     cJSON *layers = arr(b, c, "layers");
     for (size_t k = 0; layers && k < cfg->nlayers; k++) {
         const nc_config_layer *l = &cfg->layers[k];
@@ -310,6 +314,67 @@ static void add_outlier_steps(builder *b, cJSON *lo, const nc_outlier_steps *os)
     num(b, o, "ratio_dyt_to_dyisru", os->ratio);
 }
 
+static void add_summary(builder *b, cJSON *o, const char *key, const nc_jac_summary *s)
+{
+    cJSON *q = obj(b, o, key);
+    num(b, q, "mean", s->mean);
+    num(b, q, "median", s->median);
+    num(b, q, "p95", s->p95);
+    num(b, q, "tokens", (double)s->n);
+    num(b, q, "infinite", (double)s->n_inf);
+}
+
+/* BRIEF.md "The gradient derivation": what the diagonal keeps and loses. */
+static void add_jacobian(builder *b, cJSON *lo, const nc_jac_result *j)
+{
+    cJSON *o = obj(b, lo, "jacobian");
+    num(b, o, "diag_frobenius_share", j->diag_frobenius_share);
+    add_summary(b, o, "backprop_rel_err", &j->backprop);
+    if (j->has_real) {
+        add_summary(b, o, "backprop_rel_err_real", &j->backprop_real);
+        boolean(b, o, "real_weighted", j->real_weighted);
+        num(b, o, "real_zero_tokens", (double)j->real_zero_tokens);
+        num(b, o, "real_nonfinite_tokens", (double)j->real_nonfinite_tokens);
+    }
+    num(b, o, "radial_retention", j->radial_retention);
+    if (j->norm == NC_LAYERNORM)
+        num(b, o, "ones_retention", j->ones_retention);
+    cJSON *sur = obj(b, o, "surrogates");
+    for (int k = 0; k < NC_FIT_COUNT; k++) {
+        const nc_jac_surrogate *s = &j->surr[k];
+        if (!s->ok)
+            continue;
+        cJSON *so = obj(b, sur, nc_surrogate_get((nc_fit_id)k)->name);
+        num(b, so, "diag_rmse", s->diag_rmse);
+        num(b, so, "diag_max_err", s->diag_max_err);
+        num(b, so, "backprop_rel_err", s->backprop.mean);
+        num(b, so, "backprop_rel_err_median", s->backprop.median);
+        if (j->has_real)
+            num(b, so, "backprop_rel_err_real", s->backprop_real.mean);
+    }
+    cJSON *ode = obj(b, o, "ode_check");
+    num(b, ode, "ode1_max_dev", j->ode.ode1_max_dev);
+    num(b, ode, "ode2_max_dev", j->ode.ode2_max_dev);
+    num(b, ode, "rho", j->ode.rho);
+    num(b, ode, "x_max", j->ode.x_max);
+    num(b, ode, "ode2_x0", j->ode.ode2_x0);
+    num(b, ode, "steps", (double)(j->ode.ode1_steps + j->ode.ode2_steps));
+    str(b, ode, "status", j->ode.status);
+    num(b, o, "probes", (double)j->probes);
+    num(b, o, "seed", (double)j->seed);
+    num(b, o, "tokens", (double)j->tokens);
+    num(b, o, "tokens_materialised", (double)j->tokens_materialised);
+    num(b, o, "dense_max_rel_diff", j->dense_max_rel_diff);
+    str(b, o, "dense_status", j->dense_status);
+    cJSON *t = obj(b, o, "timing");
+    num(b, t, "analytic_s", j->time_analytic_s);
+    num(b, t, "dense_s", j->time_dense_s);
+    num(b, t, "dense_gemm_s", j->time_dense_gemm_s);
+    num(b, t, "dense_gflops", j->time_dense_gemm_s > 0 ? j->dense_flops / j->time_dense_gemm_s / 1e9
+                                                     : NAN);
+    num(b, t, "ode_s", j->time_ode_s);
+}
+
 static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
 {
     const nc_layer_result *r = &pl->result;
@@ -341,6 +406,8 @@ static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
     for (int k = 0; k < NC_FIT_COUNT; k++)
         if (r->fits[k].enabled)
             add_fit(b, fits, r, k);
+    if (pl->has_jacobian)
+        add_jacobian(b, lo, &pl->jacobian);
     if (pl->has_outlier_steps)
         add_outlier_steps(b, lo, &pl->outlier_steps);
     cJSON *t = obj(b, lo, "timing");
