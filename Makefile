@@ -61,7 +61,7 @@ LIB      := $(BUILD)/libnormcmp.a
 BIN      := $(BUILD)/normcmp
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/replay_%)
-BENCH    := $(BUILD)/tests/bench
+BENCH    := $(BUILD)/normcmp-bench
 
 ALL_CFLAGS  = $(XCFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(XLDFLAGS) $(LDFLAGS)

@@ -107,8 +107,12 @@ int cli_inspect(int argc, char **argv)
                "min", "max", "mean", "std", "nonfinite");
         for (size_t j = 0; j < nc_dump_count(dumps[k]); j++) {
             const nc_tensor *t = nc_dump_tensor(dumps[k], j);
-            char shape[256];
+            char shape[256], *o = shape;
             nc_tensor_shape_str(t, shape, sizeof shape);
+            for (const char *p = shape; *p; p++) /* "[30,7]": one column for awk */
+                if (*p != ' ')
+                    *o++ = *p;
+            *o = '\0';
             printf("%-*s %-7s %-16s", namew, t->name, nc_dtype_name(t->dtype), shape);
             if (!nc_dtype_is_float(t->dtype)) {
                 printf(" %13s %13s %13s %13s %10s\n", "-", "-", "-", "-", "-");

@@ -1,0 +1,51 @@
+#!/bin/sh
+# make bench: time normcmp on a 4096 x 4096 float32 LayerNorm layer.
+#
+#   BENCH_REPEATS=5      repeats per measurement (medians are reported)
+#   BENCH_REFERENCE=1    also time the NumPy + SciPy + Matplotlib pipeline
+#                        (about 35 s and 3 GB; 0 skips it)
+#
+# The machine is shared and noisy: compare ratios and medians.
+set -eu
+BUILD=${BUILD:-build}
+NC=$BUILD/normcmp
+reps=${BENCH_REPEATS:-5}
+dir=$BUILD/bench
+mkdir -p "$dir"
+data=$dir/late_4096x4096.npy
+if [ ! -f "$data" ]; then
+    echo "bench: generating $data (normcmp synth, preset late, seed 5)"
+    "$NC" synth -o "$data" --preset late --tokens 4096 --dim 4096 --seed 5
+fi
+
+echo "normcmp bench: $(uname -m), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+echo "compiled with: ${CFLAGS_USED:-?}"
+echo
+
+echo "== stages, through the library ($BUILD/normcmp-bench) =="
+"$BUILD/normcmp-bench" "$data" "$reps"
+echo
+
+echo "== the whole command, end to end (wall s, peak RSS) =="
+for what in "fit --no-jacobian" "fit"; do
+    walls=""
+    rss=0
+    i=0
+    while [ $i -lt "$reps" ]; do
+        # shellcheck disable=SC2086
+        out=$( { /usr/bin/time -f '%e %M' "$NC" $what "$data" --out "$dir/out" --quiet >/dev/null; } 2>&1 | tail -n 1)
+        walls="$walls ${out% *}"
+        r=${out#* }
+        [ "$r" -gt "$rss" ] && rss=$r
+        i=$((i + 1))
+    done
+    med=$(printf '%s\n' $walls | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}')
+    printf '  normcmp %-18s median %6.2f s  (runs:%s)  peak RSS %d MB (file %d MB)\n' \
+        "$what" "$med" "$walls" $((rss / 1024)) $(($(stat -c %s "$data") / 1048576))
+done
+echo
+
+if [ "${BENCH_REFERENCE:-1}" = 1 ]; then
+    echo "== reference: NumPy + SciPy curve_fit + Matplotlib on the same layer =="
+    /usr/bin/time -f '  reference total %e s, peak RSS %M KB' /usr/bin/python3 scripts/bench_reference.py "$data"
+fi
