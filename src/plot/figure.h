@@ -1,0 +1,263 @@
+/*
+ * figure.h - paper-style figures: a grid of panels, each with an optional
+ * density cloud, curves, markers, reference lines and a legend, rendered
+ * with cairo to PNG (through io/png, with text metadata), PDF or SVG.
+ *
+ * What a panel shows, bottom to top: an optional light grid at the major
+ * ticks; the density cloud (density.h) as an image, one raster pixel per
+ * device pixel when the raster was sized with nc_figure_data_area; the
+ * reference lines; the curves; the markers; the frame, the ticks (outside,
+ * like Matplotlib) and their labels, the axis labels and the title; the
+ * legend; the note. Everything inside the frame is clipped to it.
+ *
+ * The density cloud maps counts to opacity on a log scale:
+ *     alpha(c) = 0 for c = 0, else A0 + (1 - A0) * log(c) / log(cmax),
+ * with cmax the largest count and A0 = 0.3 (NC_DENSITY_ALPHA_MIN), so a
+ * single point is still clearly visible and the core is fully opaque
+ * (when cmax is 1, every point is the core: opaque). A monochrome raster
+ * is drawn in density_color; a coloured one (rgb != NULL) in each pixel's
+ * mean colour. Pick a density colour that the curves stand out from (a
+ * grey-blue cloud, 0x4c72b0, under vermillion and black curves reads
+ * well). Above 144 dpi a raster pixel is smaller than half a point and a
+ * lone point would print as an invisible speck, so each pixel then shows
+ * its most opaque neighbour within r = floor(dpi / 144) pixels (a max
+ * filter): points print as dots about 1 pt across, like Matplotlib's
+ * scatter with s = 1. At 144 dpi and below, one count is one pixel.
+ *
+ * Layout (computed once, deterministically, from the figure size, the
+ * panels' ranges and their texts; never from the data): sizes are in
+ * device pixels, width_in * dpi by height_in * dpi, for every format; PDF
+ * and SVG draw the same layout scaled to points (72 per inch). Text sizes
+ * are in points, like Matplotlib's: 10 pt by default (figure font_pt), tick
+ * labels and legend 0.9x, panel titles 1.1x, the figure title 1.2x, notes
+ * 0.8x. Margins come from the measured extents of the tick labels, axis
+ * labels and titles; panels in one grid column share their left and right
+ * margins and panels in one row their top and bottom ones, so frames and
+ * axis labels line up across the grid. Tick counts follow the axis length
+ * (one tick per 3.5 tick-label font sizes of length on x, per 2.5 on y;
+ * 2 to 8 ticks), and an
+ * axis whose labels would collide gets fewer ticks.
+ *
+ * Text: cairo's toy font API with "DejaVu Sans" (fonts-dejavu-core),
+ * grey-scale anti-aliasing, no hinting, so PNG, PDF and SVG measure text
+ * alike. The '-' of tick labels is drawn as the minus sign U+2212; "10^k"
+ * tick labels (axes.h) get a raised exponent. Other strings are UTF-8 and
+ * drawn as given (Greek letters such as U+03B1 are in DejaVu Sans).
+ *
+ * Speed: a 1600 x 1200 PNG with a full-resolution density and 5 curves
+ * takes about 35-45 ms of CPU on one core (about half of it zlib, see
+ * io/png.h): layout < 1 ms, density image and dot spreading a few ms,
+ * cairo drawing the rest.
+ *
+ * Left out: pango (no complex text layout, no markup in labels), colour
+ * bars, shared legends across panels, error bars, legends too long for
+ * their panel (they are drawn, overflowing), and density clouds on log
+ * axes (bin log10 of the data into a linear raster instead). Rendering
+ * from several threads at once has not been tried.
+ */
+#ifndef NC_FIGURE_H
+#define NC_FIGURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plot/density.h"
+#include "util/err.h"
+#include "util/sink.h"
+
+#define NC_DENSITY_ALPHA_MIN 0.3 /* opacity of a pixel holding one point */
+
+/* A colour, components in [0, 1]. */
+typedef struct nc_rgb {
+    double r, g, b;
+} nc_rgb;
+
+/* Marker shapes. NC_MARKER_NONE draws nothing on a curve, and a circle for
+ * an nc_mark (its default). Filled shapes get a thin edge in a darker shade
+ * of their colour; cross and plus are stroked. */
+typedef enum nc_marker {
+    NC_MARKER_NONE = 0,
+    NC_MARKER_CIRCLE,
+    NC_MARKER_SQUARE,
+    NC_MARKER_TRIANGLE, /* pointing up */
+    NC_MARKER_TRIANGLE_DOWN,
+    NC_MARKER_DIAMOND,
+    NC_MARKER_CROSS, /* x */
+    NC_MARKER_PLUS,
+    NC_MARKER_COUNT
+} nc_marker;
+
+/* A polyline in data coordinates: (x[i], y[i]) for i < n, borrowed. A
+ * point with a NaN (or, on a log axis, a value <= 0) breaks the line; a
+ * line through points far outside the panel is clipped exactly. */
+typedef struct nc_curve {
+    const double *x, *y; /* [n] */
+    size_t n;
+    nc_rgb color;
+    double width_pt;   /* line width in points; 0 means 1.5 */
+    bool dashed;       /* dashes of 3.7 and gaps of 1.6 line widths (Matplotlib's "--") */
+    int marker;        /* an nc_marker drawn at each point, or NC_MARKER_NONE */
+    double marker_pt;  /* marker size (diameter) in points; 0 means 6 */
+    const char *label; /* legend entry, or NULL for none */
+} nc_curve;
+
+/* One marker at (x, y) in data coordinates. */
+typedef struct nc_mark {
+    double x, y;
+    nc_rgb color;
+    int shape;         /* an nc_marker; NC_MARKER_NONE means circle */
+    double size_pt;    /* diameter in points; 0 means 6 */
+    const char *label; /* legend entry, or NULL */
+} nc_mark;
+
+/* A vertical reference line at x across the whole panel (an optimum, a
+ * theory value), 1 pt wide. */
+typedef struct nc_vline {
+    double x;
+    nc_rgb color;
+    bool dashed;
+    const char *label; /* legend entry, or NULL */
+} nc_vline;
+
+/* A horizontal reference line at y (a bound such as sqrt(d), zero). */
+typedef struct nc_hline {
+    double y;
+    nc_rgb color;
+    bool dashed;
+    const char *label; /* legend entry, or NULL */
+} nc_hline;
+
+/* Where the legend goes, inside the frame. AUTO picks, among the nine
+ * Matplotlib positions, the one covering the least ink (curves, markers,
+ * lines and the density cloud), preferring the earlier in the order
+ * upper right, upper left, lower left, lower right, right, center left,
+ * center right, lower center, upper center, center. */
+typedef enum nc_legend_pos {
+    NC_LEGEND_AUTO = 0,
+    NC_LEGEND_UPPER_RIGHT,
+    NC_LEGEND_UPPER_LEFT,
+    NC_LEGEND_LOWER_LEFT,
+    NC_LEGEND_LOWER_RIGHT,
+    NC_LEGEND_RIGHT,
+    NC_LEGEND_CENTER_LEFT,
+    NC_LEGEND_CENTER_RIGHT,
+    NC_LEGEND_LOWER_CENTER,
+    NC_LEGEND_UPPER_CENTER,
+    NC_LEGEND_CENTER,
+    NC_LEGEND_NONE, /* no legend even when entries have labels */
+} nc_legend_pos;
+
+/* One panel. Every pointer is borrowed and may be NULL (with its count 0).
+ * The legend lists, in this order, the density (density_label), the
+ * curves, the markers, the vertical and the horizontal lines that have a
+ * label; entries with the same label text as an earlier one are listed
+ * once (so a series of marks can all carry the same label). */
+typedef struct nc_panel {
+    const char *title, *xlabel, *ylabel;
+    double x0, x1, y0, y1; /* the data range shown; x0 < x1, y0 < y1, > 0 on log axes */
+    bool xlog, ylog;       /* log10 axes (no density allowed on them) */
+    bool grid;             /* light grid lines at the major ticks */
+
+    const nc_density *density; /* background point cloud, or NULL; its range may differ from the
+                                  panel's (it is placed by its own x0..y1) */
+    nc_rgb density_color;      /* colour of a monochrome cloud (ignored when density->rgb) */
+    const char *density_label; /* legend entry for the cloud, or NULL */
+
+    const nc_curve *curves;
+    size_t ncurves;
+    const nc_mark *marks;
+    size_t nmarks;
+    const nc_vline *vlines;
+    size_t nvlines;
+    const nc_hline *hlines;
+    size_t nhlines;
+
+    const char *legend_title; /* a line above the entries, or NULL */
+    int legend_pos;           /* an nc_legend_pos */
+    const char *note;         /* small text in a free corner inside the frame, e.g.
+                                 "N = 16.8M points", or NULL */
+} nc_panel;
+
+/* A figure: panels in a rows x cols grid, filled row by row. */
+typedef struct nc_figure {
+    double width_in, height_in; /* size in inches, > 0 */
+    double dpi;                 /* device pixels per inch, 10 .. 2400; PNG size is
+                                   round(width_in * dpi) x round(height_in * dpi) <= 20000 */
+    int rows, cols;             /* >= 1 */
+    const nc_panel *panels;     /* [npanels], 1 <= npanels <= rows * cols; cells past the
+                                   last panel stay empty */
+    size_t npanels;
+    const char *title;          /* figure title above the grid (suptitle), or NULL */
+    double font_pt;             /* base text size in points; 0 means 10 */
+    bool transparent;           /* no white background: PNG as RGBA with alpha, PDF and SVG
+                                   with nothing painted behind */
+    const char *const *meta;    /* {key, value, ..., NULL} or NULL: PNG text chunks (keys must
+                                   be PNG keywords, io/png.h), PDF document info (see
+                                   nc_figure_render), SVG comment */
+} nc_figure;
+
+typedef enum nc_format { NC_FMT_PNG, NC_FMT_PDF, NC_FMT_SVG } nc_format;
+
+/* A rectangle of device pixels: columns x .. x+w-1, rows y .. y+h-1, from
+ * the top-left corner of the figure. */
+typedef struct nc_rect {
+    int x, y, w, h;
+} nc_rect;
+
+/* The data area (the inside of the frame) of panel k, 0 <= k < npanels.
+ * The panel's x0 maps to the left edge of column area->x, x1 to the right
+ * edge of column area->x + area->w - 1; y1 to the top edge of row
+ * area->y, y0 to the bottom edge of the last row. A density raster of
+ * area->w x area->h over the panel's range therefore maps one raster pixel
+ * onto one device pixel. The layout depends only on the figure (size, dpi,
+ * grid, font size, title) and on each panel's ranges, log flags, title and
+ * axis labels; not on densities, curves, marks, lines, legends or notes:
+ * it can be computed before the data are streamed. Returns 0, or NC_EINVAL (bad figure or
+ * panel, named in the message) or NC_ENOMEM. */
+int nc_figure_layout(const nc_figure *fig, size_t k, nc_rect *area, nc_err *err);
+
+/* The pixel size of panel k's data area: nc_figure_layout's w and h. */
+int nc_figure_data_area(const nc_figure *fig, size_t k, int *w, int *h, nc_err *err);
+
+/* The device-pixel position (continuous: the centre of column i is i + 0.5)
+ * of data point (x, y) in a panel whose data area is `area`, honouring log
+ * axes. For tests and for callers placing their own annotations. */
+void nc_panel_to_pixel(const nc_panel *p, const nc_rect *area, double x, double y, double *px,
+                       double *py);
+
+/* Renders fig and writes it through sink as PNG (8-bit RGB, or RGBA when
+ * transparent; text chunks from meta; zlib level and filter as in
+ * io/png.h), PDF (one page; Title from the meta key "Title" or the figure
+ * title, Author from "Author", Creator from "Software", Subject from
+ * "Description", CreationDate from "CreationDate" (ISO 8601, e.g.
+ * "2025-03-14T09:26:53Z"; without it cairo stamps the current time, so
+ * PDFs are byte-identical only with it), and all pairs as "key: value"
+ * separated by "; " in Keywords) or SVG (one comment, a "key: value" line
+ * per pair with "--" broken up as XML requires, right after the XML
+ * declaration). The same figure gives the same PNG bytes; SVG bytes are
+ * the same from run to run of a program, but cairo numbers surfaces per
+ * process, so a second render in one process differs in an id.
+ * Returns 0, or NC_EINVAL (a bad figure or panel: size, grid, range,
+ * density on a log axis, unknown marker or legend position; named in the
+ * message), NC_ENOMEM, NC_EINTERNAL (cairo failed; its status string is
+ * quoted), or the sink's error. On failure part of the output may already
+ * have gone through the sink. */
+int nc_figure_render(const nc_figure *fig, nc_format fmt, const nc_sink *sink, nc_err *err);
+
+/* The k-th colour (k >= 0, cycling) of the Okabe-Ito colourblind-safe
+ * palette, in an order that keeps the most distinct colours first: blue,
+ * vermillion, bluish green, reddish purple, orange, sky blue, black,
+ * yellow (the last is faint on white: avoid it for thin lines). */
+nc_rgb nc_palette(int k);
+
+/* Viridis (Matplotlib's perceptually uniform map, CC0), t in [0, 1]
+ * (clamped; NaN gives t = 0), interpolated linearly in its 256-entry
+ * table: dark purple at 0, teal at 0.5, yellow at 1. For colouring points
+ * by token or channel. */
+nc_rgb nc_colormap(double t);
+
+/* The colour 0xRRGGBB. */
+nc_rgb nc_rgb_hex(uint32_t rgb);
+
+#endif
