@@ -274,6 +274,7 @@ typedef struct bins_acc {
     double *bin;              /* [nbins][3]: count, sum x, sum y of each bin,
                                * interleaved so that a point touches one line */
     nc_sum sxx, sxy, sy, syy; /* centred x (by the input mean) for the affine fit */
+    double ymin, ymax;
     double real_max;
     nc_sum real_sq;
 } bins_acc;
@@ -304,12 +305,28 @@ NC_VMATH_CLONES static void bins_block(void *vctx, int shard, size_t t0, size_t 
         const double *x = rows + k * d;
         const double c = r->centre[t], inv = r->inv[t];
         const double xm = ctx->xmean;
+        double lo[NC_LANES], hi[NC_LANES];
+        for (int j = 0; j < NC_LANES; j++)
+            lo[j] = hi[j] = (x[0] - c) * inv;
         for (size_t i = 0; i < d; i++)
             y[i] = (x[i] - c) * inv;
-        double sxx[NC_LANES] = {0}, sxy[NC_LANES] = {0}, sy[NC_LANES] = {0},
-               syy[NC_LANES] = {0};
         size_t i = 0;
         for (; i + NC_LANES <= d; i += NC_LANES)
+            for (int j = 0; j < NC_LANES; j++) {
+                lo[j] = y[i + j] < lo[j] ? y[i + j] : lo[j];
+                hi[j] = y[i + j] > hi[j] ? y[i + j] : hi[j];
+            }
+        for (int j = 0; i < d; i++, j++) {
+            lo[j] = y[i] < lo[j] ? y[i] : lo[j];
+            hi[j] = y[i] > hi[j] ? y[i] : hi[j];
+        }
+        for (int j = 0; j < NC_LANES; j++) {
+            a->ymin = fmin(a->ymin, lo[j]);
+            a->ymax = fmax(a->ymax, hi[j]);
+        }
+        double sxx[NC_LANES] = {0}, sxy[NC_LANES] = {0}, sy[NC_LANES] = {0},
+               syy[NC_LANES] = {0};
+        for (i = 0; i + NC_LANES <= d; i += NC_LANES)
             for (int j = 0; j < NC_LANES; j++) {
                 double u = x[i + j] - xm, yi = y[i + j];
                 sxx[j] += u * u;
@@ -975,7 +992,7 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
             if (spec->fit[j])
                 snprintf(res->fits[j].status, sizeof res->fits[j].status,
                          "no usable token: nothing to fit");
-        res->y_mean = res->y_sst = NAN;
+        res->y_mean = res->y_sst = res->y_min = res->y_max = NAN;
         goto out;
     }
 
@@ -1020,6 +1037,8 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
     for (int s = 0; s < NC_SHARDS; s++) {
         bins_acc *a = &bc->acc[s];
         a->bin = binmem + (size_t)(3 * s) * nbins;
+        a->ymin = INFINITY;
+        a->ymax = -INFINITY;
     }
     r.pass.scratch_bytes = 2 * d * sizeof(double);
     nc_progress_begin(spec->progress, spec->name, "bins", (uint64_t)(r.nt * d));
@@ -1033,6 +1052,8 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
         nc_sum_merge(&A->sxy, &a->sxy);
         nc_sum_merge(&A->sy, &a->sy);
         nc_sum_merge(&A->syy, &a->syy);
+        A->ymin = fmin(A->ymin, a->ymin);
+        A->ymax = fmax(A->ymax, a->ymax);
         A->real_max = A->real_max >= a->real_max || A->real_max != A->real_max ? A->real_max
                                                                                  : a->real_max;
         nc_sum_merge(&A->real_sq, &a->real_sq);
@@ -1040,6 +1061,8 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
             A->bin[b] += a->bin[b];
     }
     res->y_mean = nc_sum_get(&A->sy) / (double)res->points;
+    res->y_min = A->ymin;
+    res->y_max = A->ymax;
     if (spec->y_real) {
         res->has_real = true;
         res->real_affine = spec->weight || spec->bias;

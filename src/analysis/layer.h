@@ -143,6 +143,7 @@ typedef struct nc_layer_result {
     bool binned;               /* fits on bins (else on the raw points) */
     size_t bins, bins_nonempty;
     double y_mean, y_sst;      /* of the (pre-affine) output, for R^2 */
+    double y_min, y_max;       /* its range (figures) */
     nc_fit_result fits[NC_FIT_COUNT];
     double saturation[3];      /* DyT: share of points with |alpha x| > 1, 2, 3 */
     int passes;                /* streaming passes over the input */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "analysis/plan.h"
+#include "plot/figures.h"
 #include "report/report.h"
 #include "util/outfile.h"
 #include "util/progress.h"
@@ -87,6 +88,9 @@ static void print_num(double v, int width)
 }
 
 bool cli_summary_jacobian_only;
+
+/* Most files one run writes besides report.json. */
+#define MAX_OUTPUT_FILES 4096
 
 static int name_width(const nc_plan *plan)
 {
@@ -176,6 +180,8 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
     nc_progress *progress = NULL;
     nc_outset *set = NULL;
     char *json = NULL;
+    char *files[MAX_OUTPUT_FILES] = {NULL};
+    size_t nfiles = 0;
     int status = 0;
     struct stat st;
     bool existed = stat(cfg->output, &st) == 0;
@@ -191,12 +197,27 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
         goto fail;
     nc_progress_free(progress);
     progress = NULL;
-    if (nc_report_json(plan, command, &json, &err) != 0)
-        goto fail;
     /* every output goes to a temporary first; all appear together or none */
     if (nc_outset_alloc(cfg->output, &set, &err) != 0)
         goto fail;
-    if (config_path && copy_config(set, config_path, &err) != 0)
+    if (config_path) {
+        if (copy_config(set, config_path, &err) != 0)
+            goto fail;
+        files[nfiles++] = strdup("config.json");
+    }
+    if (cfg->nfigures) {
+        size_t nfig = 0;
+        if (!quiet && isatty(STDERR_FILENO))
+            fprintf(stderr, "\rnormcmp: rendering figures...");
+        int rc = nc_figures_render(plan, cfg->figures, cfg->nfigures, command, cfg->threads, set,
+                                   files + nfiles, MAX_OUTPUT_FILES - nfiles, &nfig, &err);
+        if (!quiet && isatty(STDERR_FILENO))
+            fprintf(stderr, "\r\033[K");
+        nfiles += nfig;
+        if (rc != 0)
+            goto fail;
+    }
+    if (nc_report_json(plan, command, (const char *const *)files, nfiles, &json, &err) != 0)
         goto fail;
     if (nc_outset_add(set, "report.json", json, strlen(json), &err) != 0)
         goto fail;
@@ -215,7 +236,8 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
         print_jacobian_summary(plan);
     }
     if (!quiet)
-        fprintf(stderr, "normcmp: wrote %s/report.json\n", cfg->output);
+        fprintf(stderr, "normcmp: wrote %s/report.json%s\n", cfg->output,
+                nfiles > (config_path ? 1u : 0u) ? " and figures" : "");
     goto out;
 fail:
     nc_progress_free(progress);
@@ -226,6 +248,8 @@ fail:
         rmdir(cfg->output); /* only if still empty: earlier results stay */
 out:
     free(json);
+    for (size_t k = 0; k < nfiles; k++)
+        free(files[k]);
     nc_plan_close(plan);
     return status ? status : cli_finish_stdout(0);
 }

@@ -38,6 +38,12 @@ enum {
     OPT_NO_JACOBIAN,
     OPT_PROBES,
     OPT_DENSE_TOKENS,
+    OPT_FIGURE,
+    OPT_LAYER,
+    OPT_FORMAT,
+    OPT_SIZE,
+    OPT_DPI,
+    OPT_CURVES,
 };
 
 static const struct option fit_options[] = {
@@ -63,6 +69,12 @@ static const struct option fit_options[] = {
     {"no-jacobian", no_argument, NULL, OPT_NO_JACOBIAN},
     {"probes", required_argument, NULL, OPT_PROBES},
     {"dense-tokens", required_argument, NULL, OPT_DENSE_TOKENS},
+    {"figure", required_argument, NULL, OPT_FIGURE},
+    {"layer", required_argument, NULL, OPT_LAYER},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"size", required_argument, NULL, OPT_SIZE},
+    {"dpi", required_argument, NULL, OPT_DPI},
+    {"curves", required_argument, NULL, OPT_CURVES},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -179,22 +191,87 @@ static const char jacobian_help[] =
     "      --dense-tokens N       tokens whose d x d Jacobian is built with OpenBLAS\n"
     "      --grad-output FILE     upstream gradients (.npy; default <prefix>_grad_output.npy)\n";
 
-static int fit_main(int argc, char **argv, bool jacobian_mode);
+static const char plot_help[] =
+    "usage: normcmp plot FILE... --figure TYPE[,TYPE...] [options]\n"
+    "Fits each layer and draws paper-style figures into DIR (PNG with metadata, and\n"
+    "PDF/SVG on request), beside report.json. Takes every option of 'normcmp fit';\n"
+    "the ones specific to it:\n"
+    "\n"
+    "      --figure TYPES         scatter, scatter-grid, by-token, by-channel, jacobian,\n"
+    "                             alpha-std, tanh-family (comma-separated, repeatable)\n"
+    "      --layer PATTERN        only these layers (name or glob; repeatable; default all)\n"
+    "      --format LIST          png, pdf, svg (comma-separated; default png)\n"
+    "      --size WxH             figure size in inches (default per figure, e.g. 7x5.2)\n"
+    "      --dpi N                resolution of PNGs, 10..2400 (default 150)\n"
+    "      --curves LIST          fits drawn on scatter/jacobian figures (default\n"
+    "                             linear,dyt,dyisru; jacobian adds the theory curves)\n";
+
+enum { MODE_FIT, MODE_JACOBIAN, MODE_PLOT };
+
+static int fit_main(int argc, char **argv, int mode);
 
 int cli_fit(int argc, char **argv)
 {
-    return fit_main(argc, argv, false);
+    return fit_main(argc, argv, MODE_FIT);
 }
 
 int cli_jacobian(int argc, char **argv)
 {
     cli_summary_jacobian_only = true;
-    return fit_main(argc, argv, true);
+    return fit_main(argc, argv, MODE_JACOBIAN);
 }
 
-static int fit_main(int argc, char **argv, bool jacobian_mode)
+int cli_plot(int argc, char **argv)
 {
-    const char *cmd = jacobian_mode ? "jacobian" : "fit";
+    return fit_main(argc, argv, MODE_PLOT);
+}
+
+/* Figure options of `plot`, applied to every --figure. */
+typedef struct fig_opts {
+    nc_fig_kind kinds[NC_FIG_COUNT];
+    size_t nkinds;
+    const char *layers[64];
+    size_t nlayers;
+    unsigned formats;
+    double w, h, dpi;
+    bool curves[NC_FIT_COUNT];
+    bool jacobian_off;
+} fig_opts;
+
+static int add_figures(nc_config *cfg, const fig_opts *fo, nc_err *err)
+{
+    for (size_t k = 0; k < fo->nkinds; k++) {
+        nc_fig_spec *f;
+        int rc = nc_config_add_figure(cfg, &f, err);
+        if (rc)
+            return rc;
+        f->kind = fo->kinds[k];
+        f->formats = fo->formats;
+        f->width_in = fo->w;
+        f->height_in = fo->h;
+        f->dpi = fo->dpi;
+        memcpy(f->curves, fo->curves, sizeof f->curves);
+        if (fo->nlayers) {
+            if (!(f->layers = calloc(fo->nlayers, sizeof *f->layers)))
+                return nc_err_set(err, NC_ENOMEM, "out of memory");
+            for (size_t q = 0; q < fo->nlayers; q++) {
+                if (!(f->layers[q] = strdup(fo->layers[q])))
+                    return nc_err_set(err, NC_ENOMEM, "out of memory");
+                f->nlayers = q + 1;
+            }
+        }
+        /* the Jacobian results are only needed by the jacobian figure */
+        if (f->kind == NC_FIG_JACOBIAN && !fo->jacobian_off)
+            cfg->jacobian.enabled = true;
+    }
+    return 0;
+}
+
+static int fit_main(int argc, char **argv, int mode)
+{
+    const char *cmd = mode == MODE_JACOBIAN ? "jacobian" : mode == MODE_PLOT ? "plot" : "fit";
+    bool jacobian_mode = mode == MODE_JACOBIAN;
+    fig_opts fo = {0};
     nc_err err = {0};
     nc_config *cfg = NULL;
     overrides ov = {0};
@@ -310,6 +387,61 @@ static int fit_main(int argc, char **argv, bool jacobian_mode)
             break;
         case OPT_NO_JACOBIAN:
             cfg->jacobian.enabled = false;
+            fo.jacobian_off = true;
+            break;
+        case OPT_FIGURE: {
+            for (const char *p = optarg; *p;) {
+                size_t n = strcspn(p, ",");
+                char name[32];
+                nc_fig_kind kind;
+                snprintf(name, sizeof name, "%.*s", (int)(n < 31 ? n : 31), p);
+                if (n >= 31 || !nc_fig_kind_parse(name, &kind)) {
+                    status = cli_usage_error(cmd, "--figure: expected scatter, scatter-grid, "
+                                             "by-token, by-channel, jacobian, alpha-std or "
+                                             "tanh-family, got '%s'", name);
+                    goto out;
+                }
+                if (fo.nkinds < NC_FIG_COUNT)
+                    fo.kinds[fo.nkinds++] = kind;
+                p += n + (p[n] == ',');
+            }
+            break;
+        }
+        case OPT_LAYER:
+            if (fo.nlayers == 64) {
+                status = cli_usage_error(cmd, "too many --layer options (at most 64)");
+                goto out;
+            }
+            fo.layers[fo.nlayers++] = optarg;
+            break;
+        case OPT_FORMAT:
+            if (!nc_fig_formats_parse(optarg, &fo.formats)) {
+                status = cli_usage_error(cmd, "--format: expected a list of png, pdf, svg, "
+                                         "got '%s'", optarg);
+                goto out;
+            }
+            break;
+        case OPT_SIZE: {
+            char *x = strchr(optarg, 'x');
+            char wbuf[32];
+            if (!x || (size_t)(x - optarg) >= sizeof wbuf) {
+                status = cli_usage_error(cmd, "--size: expected WIDTHxHEIGHT in inches, got "
+                                         "'%s'", optarg);
+                goto out;
+            }
+            snprintf(wbuf, sizeof wbuf, "%.*s", (int)(x - optarg), optarg);
+            if (nc_parse_double(wbuf, "--size (width)", 0.5, 100, &fo.w, &err) ||
+                nc_parse_double(x + 1, "--size (height)", 0.5, 100, &fo.h, &err))
+                goto fail;
+            break;
+        }
+        case OPT_DPI:
+            if (nc_parse_double(optarg, "--dpi", 10, 2400, &fo.dpi, &err))
+                goto fail;
+            break;
+        case OPT_CURVES:
+            if (nc_fits_parse(optarg, fo.curves, &err))
+                goto fail;
             break;
         case OPT_PROBES:
             if (nc_parse_u64(optarg, "--probes", 1, 1024, &u, &err))
@@ -325,7 +457,7 @@ static int fit_main(int argc, char **argv, bool jacobian_mode)
             ov.quiet = true;
             break;
         case OPT_HELP:
-            fputs(jacobian_mode ? jacobian_help : fit_help, stdout);
+            fputs(mode == MODE_PLOT ? plot_help : jacobian_mode ? jacobian_help : fit_help, stdout);
             status = cli_finish_stdout(0);
             goto out;
         default:
@@ -335,6 +467,20 @@ static int fit_main(int argc, char **argv, bool jacobian_mode)
     }
     if (optind >= argc) {
         status = cli_usage_error(cmd, "expected at least one input FILE");
+        goto out;
+    }
+    if (mode == MODE_PLOT) {
+        if (fo.nkinds == 0) {
+            status = cli_usage_error(cmd, "expected --figure TYPE");
+            goto out;
+        }
+        if (!fo.jacobian_off)
+            cfg->jacobian.enabled = false;
+        if (add_figures(cfg, &fo, &err) != 0)
+            goto fail;
+    } else if (fo.nkinds || fo.nlayers || fo.formats || fo.w > 0 || fo.dpi > 0) {
+        status = cli_usage_error(cmd, "figure options (--figure, --layer, --format, --size, "
+                                 "--dpi) belong to 'normcmp plot'");
         goto out;
     }
     if (label && argc - optind > 1) {

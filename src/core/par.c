@@ -88,7 +88,7 @@ int nc_pass_run(const nc_pass *pass, nc_block_fn fn, void *ctx, nc_err *err)
     for (int k = 0; k < nthreads; k++) {
         ws[k].job = &j;
         ws[k].rows = malloc(block_rows * d * sizeof(double));
-        ws[k].scratch = pass->scratch_bytes ? malloc(pass->scratch_bytes) : NULL;
+        ws[k].scratch = pass->scratch_bytes ? calloc(1, pass->scratch_bytes) : NULL;
         if (!ws[k].rows || (pass->scratch_bytes && !ws[k].scratch)) {
             rc = nc_err_set(err, NC_ENOMEM, "out of memory for a pass buffer (%zu bytes)",
                             block_rows * d * sizeof(double) + pass->scratch_bytes);

@@ -27,7 +27,9 @@
 
 /* The work on tokens [t0, t0 + nt) of shard `shard`. rows[nt * d] holds them
  * as doubles (x for token t0 + k at rows + k * d). scratch is per-thread
- * memory of scratch_bytes, or NULL. */
+ * memory of scratch_bytes (or NULL): zeroed when the pass starts and kept
+ * across the blocks one thread runs, so a block function may set up
+ * per-thread state in it on first use. */
 typedef void (*nc_block_fn)(void *ctx, int shard, size_t t0, size_t nt, const double *rows,
                             void *scratch);
 

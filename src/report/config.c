@@ -55,10 +55,24 @@ int nc_config_add_layer(nc_config *cfg, nc_config_layer **layer, nc_err *err)
     return 0;
 }
 
+int nc_config_add_figure(nc_config *cfg, nc_fig_spec **spec, nc_err *err)
+{
+    nc_fig_spec *grown = realloc(cfg->figures, (cfg->nfigures + 1) * sizeof *grown);
+    if (!grown)
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    cfg->figures = grown;
+    *spec = &cfg->figures[cfg->nfigures++];
+    memset(*spec, 0, sizeof **spec);
+    return 0;
+}
+
 void nc_config_free(nc_config *cfg)
 {
     if (!cfg)
         return;
+    for (size_t k = 0; k < cfg->nfigures; k++)
+        nc_fig_spec_clear(&cfg->figures[k]);
+    free(cfg->figures);
     for (size_t k = 0; k < cfg->nlayers; k++) {
         nc_config_layer *l = &cfg->layers[k];
         free(l->label);
@@ -550,11 +564,135 @@ static int parse_jacobian(walker *w, const cJSON *obj, nc_config *cfg)
     return 0;
 }
 
+/* An array of strings into (owned) *out / *n; what names the elements. */
+static int get_strings(walker *w, const cJSON *v, const char *path, char ***out, size_t *n)
+{
+    const char *what = "a string or an array of strings";
+    size_t m = cJSON_IsString(v) ? 1 : cJSON_IsArray(v) ? (size_t)cJSON_GetArraySize(v) : 0;
+    if (m == 0)
+        return bad(w, path, what);
+    if (!(*out = calloc(m, sizeof **out)))
+        return nc_err_set(w->err, NC_ENOMEM, "out of memory");
+    const cJSON *e = cJSON_IsString(v) ? v : v->child;
+    for (size_t k = 0; k < m; k++, e = e->next) {
+        if (!cJSON_IsString(e) || !e->valuestring[0])
+            return bad(w, path, what);
+        if (!((*out)[k] = strdup(e->valuestring)))
+            return nc_err_set(w->err, NC_ENOMEM, "out of memory");
+        *n = k + 1;
+    }
+    return 0;
+}
+
+static int parse_figure(walker *w, const cJSON *obj, int idx, nc_config *cfg)
+{
+    static const char *const keys[] = {"type", "layers", "format", "width", "height", "dpi",
+                                       "curves", "tokens", "channels", "alphas", "cols", "name",
+                                       NULL};
+    char path[PATH_MAX_LEN], p[PATH_MAX_LEN];
+    snprintf(path, sizeof path, "figures[%d]", idx);
+    if (!cJSON_IsObject(obj))
+        return bad(w, path, "an object");
+    int rc = check_keys(w, obj, path, keys);
+    if (rc)
+        return rc;
+    nc_fig_spec *f;
+    if ((rc = nc_config_add_figure(cfg, &f, w->err)))
+        return rc;
+    char *type = NULL;
+    if ((rc = get_string(w, obj, "type", path, &type)))
+        return rc;
+    child_path(p, path, "type");
+    const char *kinds = "one of: scatter, scatter-grid, by-token, by-channel, jacobian, "
+                        "alpha-std, tanh-family";
+    bool ok = type && nc_fig_kind_parse(type, &f->kind);
+    free(type);
+    if (!ok)
+        return bad(w, p, kinds);
+    const cJSON *v;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "layers"))) {
+        child_path(p, path, "layers");
+        if ((rc = get_strings(w, v, p, &f->layers, &f->nlayers)))
+            return rc;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "format"))) {
+        child_path(p, path, "format");
+        char **fm = NULL;
+        size_t nf = 0;
+        rc = get_strings(w, v, p, &fm, &nf);
+        for (size_t k = 0; k < nf && !rc; k++) {
+            unsigned bits;
+            if (!nc_fig_formats_parse(fm[k], &bits))
+                rc = bad(w, p, "\"png\", \"pdf\" or \"svg\" (or an array of them)");
+            else
+                f->formats |= bits;
+        }
+        for (size_t k = 0; k < nf; k++)
+            free(fm[k]);
+        free(fm);
+        if (rc)
+            return rc;
+    }
+    if ((rc = get_number(w, obj, "width", path, 0.5, 100, &f->width_in, NULL)) ||
+        (rc = get_number(w, obj, "height", path, 0.5, 100, &f->height_in, NULL)) ||
+        (rc = get_number(w, obj, "dpi", path, 10, 2400, &f->dpi, NULL)))
+        return rc;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "curves"))) {
+        child_path(p, path, "curves");
+        if (!cJSON_IsArray(v))
+            return bad(w, p, "an array of fit names");
+        for (const cJSON *e = v->child; e; e = e->next) {
+            const nc_surrogate *s = cJSON_IsString(e) ? nc_surrogate_find(e->valuestring) : NULL;
+            if (!s) {
+                char names[256], what[300];
+                fit_names(names, sizeof names);
+                snprintf(what, sizeof what, "an array of fit names (%s)", names);
+                return bad(w, p, what);
+            }
+            f->curves[s->id] = true;
+        }
+    }
+    uint64_t u = 0;
+    if ((rc = get_uint(w, obj, "tokens", path, 1, 64, &u)))
+        return rc;
+    f->tokens = (size_t)u;
+    u = 0;
+    if ((rc = get_uint(w, obj, "channels", path, 1, NC_TOP_CHANNELS, &u)))
+        return rc;
+    f->channels = (size_t)u;
+    u = 0;
+    if ((rc = get_uint(w, obj, "cols", path, 1, 16, &u)))
+        return rc;
+    f->cols = (int)u;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "alphas"))) {
+        child_path(p, path, "alphas");
+        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < 1 ||
+            cJSON_GetArraySize(v) > NC_FIG_MAX_ALPHAS)
+            return bad(w, p, "an array of 1 to 8 positive numbers");
+        for (const cJSON *e = v->child; e; e = e->next) {
+            if (!cJSON_IsNumber(e) || !(e->valuedouble > 0) || !isfinite(e->valuedouble))
+                return bad(w, p, "an array of 1 to 8 positive numbers");
+            f->alphas[f->nalphas++] = e->valuedouble;
+        }
+    }
+    if ((rc = get_string(w, obj, "name", path, &f->name)))
+        return rc;
+    if (f->name) {
+        for (const char *c = f->name; *c; c++)
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                  *c == '_' || *c == '-' || *c == '.')) {
+                child_path(p, path, "name");
+                return bad(w, p, "a file name stem of letters, digits, '.', '_' and '-'");
+            }
+    }
+    return 0;
+}
+
 static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
 {
     static const char *const keys[] = {"name", "output", "norm", "eps", "fits", "amplitude",
                                        "bins", "max_exact_points", "sample_tokens", "seed",
-                                       "threads", "jacobian", "layers", NULL};
+                                       "threads", "jacobian", "figures", "layers", NULL};
     if (!cJSON_IsObject(root))
         return nc_err_set(w->err, NC_EINVAL, "%s: expected a JSON object at the top level",
                           w->file);
@@ -575,6 +713,14 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "jacobian")) &&
         (rc = parse_jacobian(w, v, cfg)))
         return rc;
+    if ((v = cJSON_GetObjectItemCaseSensitive(root, "figures"))) {
+        if (!cJSON_IsArray(v))
+            return bad(w, "figures", "an array of figures");
+        int k = 0;
+        for (const cJSON *f = v->child; f; f = f->next, k++)
+            if ((rc = parse_figure(w, f, k, cfg)))
+                return rc;
+    }
     uint64_t u = 0;
     if ((rc = get_uint(w, root, "bins", "", 16, 1 << 24, &u)))
         return rc;

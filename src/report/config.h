@@ -21,6 +21,7 @@
 #include "analysis/layer.h"
 #include "core/norm.h"
 #include "core/synth.h"
+#include "plot/figures.h"
 #include "util/err.h"
 
 /* Companion tensors of a layer (DESIGN.md "layer"). */
@@ -65,9 +66,14 @@ typedef struct nc_config {
         bool has_seed;
         uint64_t seed;        /* probe seed (default: the config's seed) */
     } jacobian;
+    nc_fig_spec *figures;     /* figures to render into the output folder */
+    size_t nfigures;
     nc_config_layer *layers;
     size_t nlayers;
 } nc_config;
+
+/* Appends an empty figure spec and returns it (owned by cfg). */
+int nc_config_add_figure(nc_config *cfg, nc_fig_spec **spec, nc_err *err);
 
 /* A config with the defaults and no layers; source names it in messages. */
 int nc_config_alloc(const char *source, nc_config **out, nc_err *err);

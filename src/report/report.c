@@ -419,7 +419,8 @@ static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
     num(b, t, "verify_s", r->time_verify_s);
 }
 
-int nc_report_json(const nc_plan *plan, const char *command, char **json, nc_err *err)
+int nc_report_json(const nc_plan *plan, const char *command, const char *const *files,
+                   size_t nfiles, char **json, nc_err *err)
 {
     *json = NULL;
     builder b = {.ok = true};
@@ -436,6 +437,10 @@ int nc_report_json(const nc_plan *plan, const char *command, char **json, nc_err
     for (size_t k = 0; layers && k < plan->nlayers; k++)
         if (plan->layers[k].done)
             add_layer(&b, layers, &plan->layers[k]);
+    cJSON *outs = arr(&b, root, "outputs");
+    for (size_t k = 0; outs && k < nfiles; k++)
+        if (!cJSON_AddItemToArray(outs, cJSON_CreateString(files[k])))
+            b.ok = false;
     char *text = b.ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (!text)

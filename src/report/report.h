@@ -15,7 +15,9 @@
 #include "util/err.h"
 
 /* The report of a finished plan as JSON text (owned by the caller, free()).
- * command: the command line as run. */
-int nc_report_json(const nc_plan *plan, const char *command, char **json, nc_err *err);
+ * command: the command line as run; files[nfiles]: the other files written
+ * beside the report (figures, CSVs, the config copy), listed in "outputs". */
+int nc_report_json(const nc_plan *plan, const char *command, const char *const *files,
+                   size_t nfiles, char **json, nc_err *err);
 
 #endif
