@@ -52,6 +52,31 @@ bool nc_fig_kind_parse(const char *s, nc_fig_kind *kind)
     return false;
 }
 
+bool nc_fig_legend_parse(const char *s, int *pos)
+{
+    static const struct {
+        const char *name;
+        int pos;
+    } names[] = {{"auto", NC_LEGEND_AUTO},
+                 {"none", NC_LEGEND_NONE},
+                 {"upper right", NC_LEGEND_UPPER_RIGHT},
+                 {"upper left", NC_LEGEND_UPPER_LEFT},
+                 {"lower left", NC_LEGEND_LOWER_LEFT},
+                 {"lower right", NC_LEGEND_LOWER_RIGHT},
+                 {"right", NC_LEGEND_RIGHT},
+                 {"center left", NC_LEGEND_CENTER_LEFT},
+                 {"center right", NC_LEGEND_CENTER_RIGHT},
+                 {"lower center", NC_LEGEND_LOWER_CENTER},
+                 {"upper center", NC_LEGEND_UPPER_CENTER},
+                 {"center", NC_LEGEND_CENTER}};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (strcmp(s, names[k].name) == 0) {
+            *pos = names[k].pos;
+            return true;
+        }
+    return false;
+}
+
 bool nc_fig_formats_parse(const char *s, unsigned *formats)
 {
     unsigned f = 0;
@@ -102,6 +127,7 @@ typedef struct job {
     bool oom;
     char stem[192];
     char meta_params[2048];
+    char meta_panels[1024];
     const char *meta[16];
 } job;
 
@@ -675,7 +701,7 @@ static void set_grid(job *j, size_t n, int cols, double w_in, double h_in, const
     j->fig.rows = rows;
     j->fig.cols = cols;
     j->fig.width_in = dflt(s->width_in, w_in * cols);
-    j->fig.height_in = dflt(s->height_in, h_in * rows + 0.3);
+    j->fig.height_in = dflt(s->height_in, h_in * rows + (n > 1 ? 0.3 : 0.0)); /* + title */
     j->fig.panels = j->panels;
     j->fig.npanels = n;
 }
@@ -878,6 +904,9 @@ static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
         if (j->oom)
             return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
         j->fig.npanels = j->npanels;
+        if (spec->legend)
+            for (size_t k = 0; k < j->npanels; k++)
+                j->panels[k].legend_pos = spec->legend;
     }
     return 0;
 }
@@ -919,6 +948,25 @@ static int render_job(job *j, const char *command, struct nc_outset *set, char *
     j->meta[m++] = j->meta_params;
     j->meta[m++] = "Figure";
     j->meta[m++] = nc_fig_kind_name(j->spec->kind);
+    /* where each panel's data area is in the PNG, and the data range it
+     * shows: enough to read values off the picture (tests do) */
+    size_t pu = 0;
+    j->meta_panels[0] = '\0';
+    for (size_t k = 0; k < j->npanels; k++) {
+        nc_rect a;
+        int rc = nc_figure_layout(&j->fig, k, &a, err);
+        if (rc)
+            return rc;
+        const nc_panel *p = &j->panels[k];
+        int w = snprintf(j->meta_panels + pu, sizeof j->meta_panels - pu,
+                         "%spanel %zu: area %d %d %d %d; x %.17g %.17g%s; y %.17g %.17g%s",
+                         k ? "\n" : "", k, a.x, a.y, a.w, a.h, p->x0, p->x1,
+                         p->xlog ? " log" : "", p->y0, p->y1, p->ylog ? " log" : "");
+        if (w > 0 && pu + (size_t)w < sizeof j->meta_panels)
+            pu += (size_t)w;
+    }
+    j->meta[m++] = "Panels";
+    j->meta[m++] = j->meta_panels;
     j->meta[m] = NULL;
     j->fig.meta = j->meta;
 

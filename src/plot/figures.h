@@ -50,6 +50,11 @@ bool nc_fig_kind_parse(const char *s, nc_fig_kind *kind);
 /* Output formats, as bits of nc_fig_spec.formats. */
 enum { NC_FIGFMT_PNG = 1, NC_FIGFMT_PDF = 2, NC_FIGFMT_SVG = 4 };
 
+/* Parses a legend position: "auto", "none", "upper left", "upper right",
+ * "lower left", "lower right", "right", "center left", "center right",
+ * "lower center", "upper center", "center". */
+bool nc_fig_legend_parse(const char *s, int *pos);
+
 /* Parses "png,pdf,svg" (any non-empty subset) into *formats. */
 bool nc_fig_formats_parse(const char *s, unsigned *formats);
 
@@ -68,6 +73,7 @@ typedef struct nc_fig_spec {
     double alphas[NC_FIG_MAX_ALPHAS]; /* tanh-family (none: 0.5, 1, 2) */
     size_t nalphas;
     int cols;                /* scatter-grid: panels per row (0: up to 3) */
+    int legend;              /* an nc_legend_pos of plot/figure.h (0: placed automatically) */
     char *name;              /* file name stem (owned; NULL: from the kind and layer) */
 } nc_fig_spec;
 

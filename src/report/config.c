@@ -388,8 +388,8 @@ static int parse_synth(walker *w, const cJSON *obj, const char *path, nc_config 
                        nc_config_layer *l)
 {
     static const char *const keys[] = {"preset", "tokens", "dim", "seed", "scale_median",
-                                       "scale_spread", "outliers", "outlier_mag", "nu",
-                                       "offset_std", "affine", NULL};
+                                       "scale_spread", "outliers", "outlier_mag",
+                                       "outlier_spread", "nu", "offset_std", "affine", NULL};
     if (!cJSON_IsObject(obj))
         return bad(w, path, "an object");
     int rc = check_keys(w, obj, path, keys);
@@ -432,11 +432,12 @@ static int parse_synth(walker *w, const cJSON *obj, const char *path, nc_config 
         return bad(w, p, "tokens * dim <= 1e9");
     }
     bool dummy;
-    if ((rc = get_number(w, obj, "scale_median", path, 1e-30, 1e30, &sp->scale_median, &dummy)) ||
-        (rc = get_number(w, obj, "scale_spread", path, 0, 10, &sp->scale_spread, &dummy)) ||
-        (rc = get_number(w, obj, "outlier_mag", path, 0, 1e6, &sp->outlier_mag, &dummy)) ||
+    if ((rc = get_number(w, obj, "scale_median", path, 1e-6, 1e6, &sp->scale_median, &dummy)) ||
+        (rc = get_number(w, obj, "scale_spread", path, 0, 2, &sp->scale_spread, &dummy)) ||
+        (rc = get_number(w, obj, "outlier_mag", path, 0, 1e3, &sp->outlier_mag, &dummy)) ||
+        (rc = get_number(w, obj, "outlier_spread", path, 0, 2, &sp->outlier_spread, &dummy)) ||
         (rc = get_number(w, obj, "nu", path, 2.0000001, INFINITY, &sp->nu, &dummy)) ||
-        (rc = get_number(w, obj, "offset_std", path, 0, 1e6, &sp->offset_std, &dummy)))
+        (rc = get_number(w, obj, "offset_std", path, 0, 1e3, &sp->offset_std, &dummy)))
         return rc;
     u = sp->outliers;
     if ((rc = get_uint(w, obj, "outliers", path, 0, 1e6, &u)))
@@ -587,8 +588,8 @@ static int get_strings(walker *w, const cJSON *v, const char *path, char ***out,
 static int parse_figure(walker *w, const cJSON *obj, int idx, nc_config *cfg)
 {
     static const char *const keys[] = {"type", "layers", "format", "width", "height", "dpi",
-                                       "curves", "tokens", "channels", "alphas", "cols", "name",
-                                       NULL};
+                                       "curves", "tokens", "channels", "alphas", "cols", "legend",
+                                       "name", NULL};
     char path[PATH_MAX_LEN], p[PATH_MAX_LEN];
     snprintf(path, sizeof path, "figures[%d]", idx);
     if (!cJSON_IsObject(obj))
@@ -673,6 +674,19 @@ static int parse_figure(walker *w, const cJSON *obj, int idx, nc_config *cfg)
             if (!cJSON_IsNumber(e) || !(e->valuedouble > 0) || !isfinite(e->valuedouble))
                 return bad(w, p, "an array of 1 to 8 positive numbers");
             f->alphas[f->nalphas++] = e->valuedouble;
+        }
+    }
+    char *legend = NULL;
+    if ((rc = get_string(w, obj, "legend", path, &legend)))
+        return rc;
+    if (legend) {
+        bool known = nc_fig_legend_parse(legend, &f->legend);
+        free(legend);
+        if (!known) {
+            child_path(p, path, "legend");
+            return bad(w, p, "a legend position (auto, none, upper left, upper right, lower "
+                             "left, lower right, right, center left, center right, lower "
+                             "center, upper center, center)");
         }
     }
     if ((rc = get_string(w, obj, "name", path, &f->name)))

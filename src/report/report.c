@@ -153,6 +153,7 @@ static void add_config(builder *b, cJSON *root, const nc_config *cfg)
                 num(b, s, "scale_spread", p->scale_spread);
                 num(b, s, "outliers", (double)p->outliers);
                 num(b, s, "outlier_mag", p->outlier_mag);
+                num(b, s, "outlier_spread", p->outlier_spread);
                 num(b, s, "nu", p->nu);
                 num(b, s, "offset_std", p->offset_std);
             }
