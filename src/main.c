@@ -20,6 +20,7 @@ static const char usage[] =
     "  jacobian FILE...         compare each norm's exact Jacobian with its diagonal\n"
     "                           and with the surrogates' derivatives\n"
     "  plot FILE... --figure T  draw paper-style figures (scatter, by-token, ...)\n"
+    "  sweep CONFIG.json        error against alpha (DyT) and C (DyISRU) over a grid\n"
     "  run CONFIG.json          run an experiment described by a config file\n"
     "\n"
     "'normcmp <command> --help' lists a command's options; 'normcmp --version'.\n";
@@ -32,7 +33,7 @@ int main(int argc, char **argv)
     } cmds[] = {
         {"inspect", cli_inspect}, {"synth", cli_synth}, {"norm", cli_norm},
         {"fit", cli_fit},         {"run", cli_run},         {"jacobian", cli_jacobian},
-        {"plot", cli_plot},
+        {"plot", cli_plot},       {"sweep", cli_sweep},
     };
     if (argc < 2) {
         fputs(usage, stderr);
@@ -50,7 +51,7 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++)
         if (strcmp(argv[1], cmds[k].name) == 0)
             return cmds[k].fn(argc - 1, argv + 1);
-    fprintf(stderr, "normcmp: unknown command '%s' (expected inspect, synth, norm, fit, jacobian, plot or run; "
+    fprintf(stderr, "normcmp: unknown command '%s' (expected inspect, synth, norm, fit, jacobian, plot, sweep or run; "
                     "see 'normcmp --help')\n", argv[1]);
     return 2;
 }

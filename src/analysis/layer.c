@@ -271,9 +271,10 @@ out:
 /* ================================================================= bins */
 
 typedef struct bins_acc {
-    double *bin;              /* [nbins][3]: count, sum x, sum y of each bin,
-                               * interleaved so that a point touches one line */
+    double *bin;              /* [nbins][4]: count, sum x, sum y, sum J_ii of each
+                               * bin, interleaved so that a point touches one line */
     nc_sum sxx, sxy, sy, syy; /* centred x (by the input mean) for the affine fit */
+    nc_sum sj, sjj;           /* J_ii: sum and sum of squares */
     double ymin, ymax;
     double real_max;
     nc_sum real_sq;
@@ -283,7 +284,8 @@ typedef struct bins_ctx {
     run *r;
     nc_binmap map;
     bool binned;        /* fits only on the bins (else polished on the raw points) */
-    double *px, *py;    /* raw points when not binned: [used * d] */
+    double *px, *py, *pj; /* raw points when not binned: [used * d] */
+    double jc;            /* J_ii = inv (jc - y^2/d): jc = 1 - 1/d (LayerNorm), 1 (RMSNorm) */
     size_t *slot;       /* [nt] first point index of token t (raw points) */
     double xmean;
     bins_acc acc[NC_SHARDS];
@@ -296,7 +298,7 @@ NC_VMATH_CLONES static void bins_block(void *vctx, int shard, size_t t0, size_t 
     run *r = ctx->r;
     bins_acc *a = &ctx->acc[shard];
     const size_t d = r->d;
-    double *y = scratch, *yr = y + d; /* [d] output, [d] real output */
+    double *y = scratch, *yr = y + d, *J = yr + d; /* [d] output, real output, J_ii */
     const nc_tensor *real = r->spec->y_real;
     for (size_t k = 0; k < nt; k++) {
         size_t t = t0 + k;
@@ -345,16 +347,34 @@ NC_VMATH_CLONES static void bins_block(void *vctx, int shard, size_t t0, size_t 
         nc_sum_add(&a->sxy, nc_lanes_total(sxy));
         nc_sum_add(&a->sy, nc_lanes_total(sy));
         nc_sum_add(&a->syy, nc_lanes_total(syy));
+        /* the exact Jacobian diagonal J_ii = inv (jc - y_i^2 / d) (BRIEF.md) */
+        const double jc = ctx->jc, invd = 1.0 / (double)d;
+        double sj[NC_LANES] = {0}, sjj[NC_LANES] = {0};
+        for (i = 0; i < d; i++)
+            J[i] = inv * (jc - y[i] * y[i] * invd);
+        for (i = 0; i + NC_LANES <= d; i += NC_LANES)
+            for (int j = 0; j < NC_LANES; j++) {
+                sj[j] += J[i + j];
+                sjj[j] += J[i + j] * J[i + j];
+            }
+        for (int j = 0; i < d; i++, j++) {
+            sj[j] += J[i];
+            sjj[j] += J[i] * J[i];
+        }
+        nc_sum_add(&a->sj, nc_lanes_total(sj));
+        nc_sum_add(&a->sjj, nc_lanes_total(sjj));
         double *bin = a->bin;
         for (i = 0; i < d; i++) {
-            double *p = bin + 3 * nc_bin_of(&ctx->map, x[i]);
+            double *p = bin + 4 * nc_bin_of(&ctx->map, x[i]);
             p[0] += 1.0;
             p[1] += x[i];
             p[2] += y[i];
+            p[3] += J[i];
         }
         if (!ctx->binned) {
             memcpy(ctx->px + ctx->slot[t], x, d * sizeof *x);
             memcpy(ctx->py + ctx->slot[t], y, d * sizeof *y);
+            memcpy(ctx->pj + ctx->slot[t], J, d * sizeof *J);
         }
         if (real) {
             size_t tok = r->tokens ? r->tokens[t] : t;
@@ -1011,13 +1031,13 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
     bc->map = nc_binmap_make(res->stats.rms, xmax, spec->max_bins ? spec->max_bins
                                                                   : NC_DEFAULT_BINS);
     size_t nbins = nc_binmap_count(&bc->map);
-    binmem = calloc(3 * NC_SHARDS * nbins, sizeof *binmem);
+    binmem = calloc(4 * NC_SHARDS * nbins, sizeof *binmem);
     if (!binmem) {
         rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu bins", spec->name, nbins);
         goto out;
     }
     if (!bc->binned) {
-        pxy = malloc(2 * res->points * sizeof *pxy);
+        pxy = malloc(3 * res->points * sizeof *pxy);
         slot = malloc(r.nt * sizeof *slot);
         if (!pxy || !slot) {
             rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu points", spec->name,
@@ -1026,6 +1046,7 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
         }
         bc->px = pxy;
         bc->py = pxy + res->points;
+        bc->pj = bc->py + res->points;
         size_t next = 0;
         for (size_t t = 0; t < r.nt; t++) {
             slot[t] = next;
@@ -1036,11 +1057,12 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
     }
     for (int s = 0; s < NC_SHARDS; s++) {
         bins_acc *a = &bc->acc[s];
-        a->bin = binmem + (size_t)(3 * s) * nbins;
+        a->bin = binmem + (size_t)(4 * s) * nbins;
         a->ymin = INFINITY;
         a->ymax = -INFINITY;
     }
-    r.pass.scratch_bytes = 2 * d * sizeof(double);
+    bc->jc = spec->norm == NC_LAYERNORM ? 1.0 - 1.0 / (double)d : 1.0;
+    r.pass.scratch_bytes = 3 * d * sizeof(double);
     nc_progress_begin(spec->progress, spec->name, "bins", (uint64_t)(r.nt * d));
     if ((rc = nc_pass_run(&r.pass, bins_block, bc, err)))
         goto out;
@@ -1052,12 +1074,14 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
         nc_sum_merge(&A->sxy, &a->sxy);
         nc_sum_merge(&A->sy, &a->sy);
         nc_sum_merge(&A->syy, &a->syy);
+        nc_sum_merge(&A->sj, &a->sj);
+        nc_sum_merge(&A->sjj, &a->sjj);
         A->ymin = fmin(A->ymin, a->ymin);
         A->ymax = fmax(A->ymax, a->ymax);
         A->real_max = A->real_max >= a->real_max || A->real_max != A->real_max ? A->real_max
                                                                                  : a->real_max;
         nc_sum_merge(&A->real_sq, &a->real_sq);
-        for (size_t b = 0; b < 3 * nbins; b++)
+        for (size_t b = 0; b < 4 * nbins; b++)
             A->bin[b] += a->bin[b];
     }
     res->y_mean = nc_sum_get(&A->sy) / (double)res->points;
@@ -1069,25 +1093,47 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
         res->real_max_abs_diff = A->real_max;
         res->real_rms_diff = sqrt(nc_sum_get(&A->real_sq) / (double)res->points);
     }
-    /* the fit points: nonempty bins' means, weighted by their counts */
+    /* the fit points: nonempty bins' means, weighted by their counts; kept
+     * in the result (with J_ii) for the sweeps */
     res->binned = bc->binned;
-    /* means of the nonempty bins, gathered as x[], y[], w[] over the
-     * shards' memory that the merge left free */
-    double *bx = binmem + 3 * nbins, *by = bx + nbins, *bw = by + nbins;
     size_t nonempty = 0;
-    for (size_t b = 0; b < nbins; b++) {
-        const double *p = A->bin + 3 * b;
+    for (size_t b = 0; b < nbins; b++)
+        nonempty += A->bin[4 * b] != 0;
+    double *bx = malloc(4 * (nonempty ? nonempty : 1) * sizeof *bx);
+    if (!bx) {
+        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu bins", spec->name, nonempty);
+        goto out;
+    }
+    double *by = bx + nonempty, *bj = by + nonempty, *bw = bj + nonempty;
+    for (size_t b = 0, k = 0; b < nbins; b++) {
+        const double *p = A->bin + 4 * b;
         if (p[0] == 0)
             continue;
-        bx[nonempty] = p[1] / p[0];
-        by[nonempty] = p[2] / p[0];
-        bw[nonempty] = p[0];
-        nonempty++;
+        bx[k] = p[1] / p[0];
+        by[k] = p[2] / p[0];
+        bj[k] = p[3] / p[0];
+        bw[k] = p[0];
+        k++;
     }
     res->bins = nbins;
     res->bins_nonempty = nonempty;
     nc_points bins = {.x = bx, .y = by, .w = bw, .n = nonempty};
     nc_points raw = {.x = bc->px, .y = bc->py, .w = NULL, .n = bc->binned ? 0 : res->points};
+    nc_fit_data *fd = &res->data;
+    fd->points = (double)res->points;
+    fd->syy = nc_sum_get(&A->syy);
+    fd->sy = nc_sum_get(&A->sy);
+    fd->sjj = nc_sum_get(&A->sjj);
+    fd->sj = nc_sum_get(&A->sj);
+    if (bc->binned) {
+        *fd = (nc_fit_data){false, nonempty, bx, by, bj, bw, fd->points, fd->syy, fd->sy,
+                            fd->sjj, fd->sj};
+    } else {
+        *fd = (nc_fit_data){true, res->points, bc->px, bc->py, bc->pj, NULL, fd->points,
+                            fd->syy, fd->sy, fd->sjj, fd->sj};
+        res->data_bins = bx; /* the bins feed the coarse fits, then go */
+        pxy = NULL;          /* owned by the result now */
+    }
     res->time_bins_s = now_s() - t0;
 
     /* ---- fits on the points (no pass over the data) ---- */
@@ -1194,5 +1240,7 @@ void nc_layer_result_free(nc_layer_result *res)
     free(res->tok.inv);
     free(res->tok.status);
     free((double *)res->fits[NC_FIT_DYT_PER_CHANNEL].params.pc);
+    free(res->data.x);
+    free(res->data_bins);
     memset(res, 0, sizeof *res);
 }

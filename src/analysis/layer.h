@@ -129,6 +129,23 @@ typedef struct nc_layer_tokens {
     unsigned char *status;     /* [nt] nc_token_status: only NC_TOKEN_OK tokens have an output */
 } nc_layer_tokens;
 
+/* What later stages (sweeps) need to evaluate errors for many parameter
+ * values without reading the data again: the fit points with the exact
+ * Jacobian diagonal J_ii beside y. For a layer fitted exactly these are the
+ * raw points; otherwise the nonempty bins of x (bins.h), each with its
+ * count and its means of x, y and J_ii. Sums of squares over all points
+ * are kept exactly, so an error evaluated on the bins differs from the
+ * exact one only by the binning error (O(h^2), bins.h). */
+typedef struct nc_fit_data {
+    bool raw;          /* raw points (w NULL) or bins */
+    size_t n;          /* points or nonempty bins */
+    double *x, *y, *j; /* [n] owned (one block): values or bin means */
+    double *w;         /* [n] bin counts, or NULL */
+    double points;     /* sum of the weights: points in the layer's fits */
+    double syy, sy;    /* exact sum of y^2 and of y over all points */
+    double sjj, sj;    /* exact sum of J_ii^2 and of J_ii over all points */
+} nc_fit_data;
+
 typedef struct nc_layer_result {
     char *name;                /* owned */
     nc_layer_tokens tok;       /* owned */
@@ -145,6 +162,8 @@ typedef struct nc_layer_result {
     double y_mean, y_sst;      /* of the (pre-affine) output, for R^2 */
     double y_min, y_max;       /* its range (figures) */
     nc_fit_result fits[NC_FIT_COUNT];
+    nc_fit_data data;          /* owned: the fit points, for sweeps */
+    double *data_bins;         /* owned: the bins, when data holds the raw points */
     double saturation[3];      /* DyT: share of points with |alpha x| > 1, 2, 3 */
     int passes;                /* streaming passes over the input */
     double time_stats_s, time_bins_s, time_fits_s, time_channel_s, time_verify_s;

@@ -357,6 +357,52 @@ int nc_plan_open(const nc_config *cfg, nc_plan **out, nc_err *err)
     return 0;
 }
 
+/* The sweeps of the config's sweep section for one layer. */
+static int run_sweeps(const nc_config *cfg, nc_plan_layer *l, nc_err *err)
+{
+    const struct nc_config_sweep *sw = &cfg->sweep;
+    bool selected = sw->nlayers == 0;
+    for (size_t k = 0; k < sw->nlayers; k++)
+        selected = selected || nc_glob_match(sw->layers[k], l->name);
+    if (!selected || l->result.points == 0)
+        return 0;
+    const nc_layer_result *r = &l->result;
+    for (int p = 0; p < 2; p++) {
+        const double *grid = p == NC_SWEEP_ALPHA ? sw->alpha : sw->C;
+        size_t n = p == NC_SWEEP_ALPHA ? sw->nalpha : sw->nC;
+        bool is_auto = p == NC_SWEEP_ALPHA ? sw->alpha_auto : sw->C_auto;
+        double *own = NULL;
+        if (is_auto) {
+            /* a log grid spanning the theory and fitted values, a decade (alpha)
+             * or two (C) beyond each */
+            double th = p == NC_SWEEP_ALPHA ? 1.0 / (r->stats.rho * sqrt((double)r->d))
+                                            : (double)r->d * r->stats.rho * r->stats.rho;
+            const nc_fit_result *f = &r->fits[p == NC_SWEEP_ALPHA ? NC_FIT_DYT : NC_FIT_DYISRU];
+            double fit = f->ok ? f->params.p[0] : th;
+            double lo = fmin(th, fit), hi = fmax(th, fit), span = p == NC_SWEEP_ALPHA ? 10 : 100;
+            if (!(lo > 0) || !isfinite(hi))
+                continue;
+            n = sw->auto_steps;
+            if (!(own = malloc(n * sizeof *own)))
+                return nc_err_set(err, NC_ENOMEM, "out of memory");
+            nc_sweep_grid(lo / span, hi * span, n, true, own);
+            grid = own;
+        }
+        if (!grid || n == 0)
+            continue;
+        double amp;
+        nc_amp_rule rule;
+        nc_amp a = p == NC_SWEEP_ALPHA ? sw->gamma : sw->scale;
+        nc_amp_resolve(a, l->norm, r->d, &amp, &rule);
+        int rc = nc_sweep_run(r, (nc_sweep_param)p, grid, n, amp, sw->beta, &l->sweep[p], err);
+        free(own);
+        if (rc)
+            return rc;
+        l->has_sweep[p] = true;
+    }
+    return 0;
+}
+
 int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err)
 {
     const nc_config *cfg = plan->cfg;
@@ -406,6 +452,8 @@ int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err)
                 return rc;
             l->has_jacobian = true;
         }
+        if (cfg->sweep.enabled && (rc = run_sweeps(cfg, l, err)))
+            return rc;
         if (l->cfg->outlier_steps) {
             if ((rc = nc_outlier_steps_run(l->x, l->norm, l->eps, &l->outlier_steps, err)))
                 return rc;
@@ -424,6 +472,9 @@ void nc_plan_close(nc_plan *plan)
         nc_layer_result_free(&plan->layers[k].result);
         if (plan->layers[k].has_jacobian)
             nc_jac_result_free(&plan->layers[k].jacobian);
+        for (int p = 0; p < 2; p++)
+            if (plan->layers[k].has_sweep[p])
+                nc_sweep_result_free(&plan->layers[k].sweep[p]);
     }
     free(plan->layers);
     free(plan->inputs);

@@ -22,6 +22,7 @@
 #include "analysis/layer.h"
 #include "analysis/jacobian.h"
 #include "analysis/outlier.h"
+#include "analysis/sweep.h"
 #include "io/dump.h"
 #include "report/config.h"
 #include "util/err.h"
@@ -47,6 +48,8 @@ typedef struct nc_plan_layer {
     nc_outlier_steps outlier_steps;
     bool has_jacobian;
     nc_jac_result jacobian;
+    bool has_sweep[2];             /* indexed by nc_sweep_param */
+    nc_sweep_result sweep[2];
     bool done;
 } nc_plan_layer;
 

@@ -21,6 +21,7 @@ int cli_fit(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_jacobian(int argc, char **argv);
 int cli_plot(int argc, char **argv);
+int cli_sweep(int argc, char **argv);
 
 /* Prints err's message and returns its exit status. */
 int cli_fail(const nc_err *err);

@@ -16,6 +16,7 @@
 #include "analysis/plan.h"
 #include "plot/figures.h"
 #include "report/report.h"
+#include "report/report.h"
 #include "util/outfile.h"
 #include "util/progress.h"
 
@@ -126,6 +127,28 @@ static void print_jacobian_summary(const nc_plan *plan)
     }
 }
 
+/* The sweep table: one line per layer and swept parameter. */
+static void print_sweep_summary(const nc_plan *plan)
+{
+    int w = name_width(plan);
+    printf("%-*s %6s %6s %11s %11s %11s %11s %11s\n", w, "layer", "param", "grid", "optimum",
+           "fitted", "theory", "min RMSE", "J optimum");
+    for (size_t k = 0; k < plan->nlayers; k++)
+        for (int p = 0; p < 2; p++) {
+            const nc_plan_layer *l = &plan->layers[k];
+            if (!l->has_sweep[p])
+                continue;
+            const nc_sweep_result *s = &l->sweep[p];
+            printf("%-*s %6s %6zu", w, l->name, nc_sweep_param_name(s->param), s->n);
+            print_num(s->opt_refit, 11);
+            print_num(s->fitted, 11);
+            print_num(s->theory, 11);
+            print_num(s->min_refit, 11);
+            print_num(s->opt_jac, 11);
+            printf("\n");
+        }
+}
+
 /* The summary table: one line per layer. */
 static void print_summary(const nc_plan *plan)
 {
@@ -217,6 +240,42 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
         if (rc != 0)
             goto fail;
     }
+    if (cfg->sweep.enabled) {
+        /* a CSV and a figure per layer and swept parameter */
+        for (size_t k = 0; k < plan->nlayers && cfg->sweep.csv; k++) {
+            for (int p = 0; p < 2; p++) {
+                const nc_plan_layer *l = &plan->layers[k];
+                if (!l->has_sweep[p])
+                    continue;
+                char *csv, name[256], base[200];
+                size_t o = 0;
+                for (const char *c = l->name; *c && o + 1 < sizeof base; c++)
+                    base[o++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                                        (*c >= '0' && *c <= '9') || *c == '.' || *c == '-'
+                                    ? *c
+                                    : '_';
+                base[o] = '\0';
+                snprintf(name, sizeof name, "%s_sweep_%s.csv", base,
+                         nc_sweep_param_name((nc_sweep_param)p));
+                if (nc_report_sweep_csv(&l->sweep[p], &csv, &err) != 0)
+                    goto fail;
+                int rc = nc_outset_add(set, name, csv, strlen(csv), &err);
+                free(csv);
+                if (rc != 0)
+                    goto fail;
+                if (nfiles < MAX_OUTPUT_FILES)
+                    files[nfiles++] = strdup(name);
+            }
+        }
+        if (cfg->sweep.figure) {
+            size_t nfig = 0;
+            int rc = nc_figures_sweeps(plan, cfg->sweep.formats, command, set, files + nfiles,
+                                       MAX_OUTPUT_FILES - nfiles, &nfig, &err);
+            nfiles += nfig;
+            if (rc != 0)
+                goto fail;
+        }
+    }
     if (nc_report_json(plan, command, (const char *const *)files, nfiles, &json, &err) != 0)
         goto fail;
     if (nc_outset_add(set, "report.json", json, strlen(json), &err) != 0)
@@ -234,6 +293,10 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
         if (!cli_summary_jacobian_only)
             printf("\n");
         print_jacobian_summary(plan);
+    }
+    if (cfg->sweep.enabled) {
+        printf("\n");
+        print_sweep_summary(plan);
     }
     if (!quiet)
         fprintf(stderr, "normcmp: wrote %s/report.json%s\n", cfg->output,

@@ -535,6 +535,32 @@ out:
     return status;
 }
 
+static const char sweep_help[] =
+    "usage: normcmp sweep CONFIG.json [options]\n"
+    "Runs a config that has a \"sweep\" section (README, \"Config files\"): for every\n"
+    "alpha (DyT) and C (DyISRU) of the grids, the error against the norm's output with\n"
+    "the amplitude refitted and fixed, and of the derivative against the exact\n"
+    "Jacobian diagonal. Writes report.json, a CSV and a figure per layer and\n"
+    "parameter, and prints the optima beside the fitted and theory values.\n"
+    "Options as 'normcmp run':\n"
+    "\n"
+    "  -o, --out DIR              output folder (default: the config's, or out/<name>)\n"
+    "      --threads N            worker threads, 0..16\n"
+    "  -q, --quiet                no progress or messages on stderr\n"
+    "  -h, --help                 this help\n";
+
+static int run_main(int argc, char **argv, bool sweep_mode);
+
+int cli_run(int argc, char **argv)
+{
+    return run_main(argc, argv, false);
+}
+
+int cli_sweep(int argc, char **argv)
+{
+    return run_main(argc, argv, true);
+}
+
 static const struct option run_options[] = {
     {"out", required_argument, NULL, OPT_OUT},
     {"threads", required_argument, NULL, OPT_THREADS},
@@ -545,8 +571,9 @@ static const struct option run_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-int cli_run(int argc, char **argv)
+static int run_main(int argc, char **argv, bool sweep_mode)
 {
+    const char *cmd = sweep_mode ? "sweep" : "run";
     nc_err err = {0};
     nc_config *cfg = NULL;
     overrides ov = {0};
@@ -577,17 +604,22 @@ int cli_run(int argc, char **argv)
             ov.quiet = true;
             break;
         case OPT_HELP:
-            fputs(run_help, stdout);
+            fputs(sweep_mode ? sweep_help : run_help, stdout);
             return cli_finish_stdout(0);
         default:
-            return cli_usage_error("run", "unknown or incomplete option");
+            return cli_usage_error(cmd, "unknown or incomplete option");
         }
     }
     if (argc - optind != 1)
-        return cli_usage_error("run", "expected one CONFIG.json");
+        return cli_usage_error(cmd, "expected one CONFIG.json");
     const char *path = argv[optind];
     if (nc_config_load(path, &cfg, &err) != 0)
         goto fail;
+    if (sweep_mode && !cfg->sweep.enabled) {
+        nc_err_set(&err, NC_EINVAL, "%s: sweep: missing (expected a \"sweep\" section with an "
+                   "\"alpha\" or \"C\" grid)", path);
+        goto fail;
+    }
     apply_overrides(cfg, &ov);
     if (ov.out || !cfg->output)
         if (set_default_output(cfg, ov.out, &err) != 0)

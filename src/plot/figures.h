@@ -92,4 +92,12 @@ int nc_figures_render(const struct nc_plan *plan, const nc_fig_spec *specs, size
                       const char *command, int threads, struct nc_outset *set, char **files,
                       size_t cap, size_t *nfiles, nc_err *err);
 
+/* One figure per layer and swept parameter of the plan (analysis/sweep.h):
+ * the error curves against the parameter on a log axis, with the optimum,
+ * the fitted value and the theory value marked; named
+ * "<layer>_sweep_<param>". Arguments as nc_figures_render. */
+int nc_figures_sweeps(const struct nc_plan *plan, unsigned formats, const char *command,
+                      struct nc_outset *set, char **files, size_t cap, size_t *nfiles,
+                      nc_err *err);
+
 #endif

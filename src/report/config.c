@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/sweep.h"
+
 #define CONFIG_MAX_BYTES (16u << 20)
 #define PATH_MAX_LEN 192
 
@@ -40,6 +42,10 @@ int nc_config_alloc(const char *source, nc_config **out, nc_err *err)
     cfg->amp_derf.rule = NC_AMP_FREE;
     cfg->seed = 1;
     cfg->jacobian.enabled = true;
+    cfg->sweep.gamma = (nc_amp){NC_AMP_VALUE, 1.0};
+    cfg->sweep.scale = (nc_amp){NC_AMP_AUTO, 0};
+    cfg->sweep.figure = cfg->sweep.csv = true;
+    cfg->sweep.auto_steps = 200;
     *out = cfg;
     return 0;
 }
@@ -73,6 +79,11 @@ void nc_config_free(nc_config *cfg)
     for (size_t k = 0; k < cfg->nfigures; k++)
         nc_fig_spec_clear(&cfg->figures[k]);
     free(cfg->figures);
+    free(cfg->sweep.alpha);
+    free(cfg->sweep.C);
+    for (size_t k = 0; k < cfg->sweep.nlayers; k++)
+        free(cfg->sweep.layers[k]);
+    free(cfg->sweep.layers);
     for (size_t k = 0; k < cfg->nlayers; k++) {
         nc_config_layer *l = &cfg->layers[k];
         free(l->label);
@@ -702,11 +713,149 @@ static int parse_figure(walker *w, const cJSON *obj, int idx, nc_config *cfg)
     return 0;
 }
 
+/* A sweep grid: a list of positive numbers, "auto", or
+ * {"from": a, "to": b, "steps": n, "scale": "log" | "linear"}. */
+static int parse_grid(walker *w, const cJSON *v, const char *path, double **grid, size_t *n,
+                      bool *is_auto)
+{
+    const char *what = "a list of positive numbers, \"auto\", or {\"from\", \"to\", "
+                       "\"steps\", \"scale\"}";
+    if (cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0) {
+        *is_auto = true;
+        return 0;
+    }
+    if (cJSON_IsArray(v)) {
+        size_t m = (size_t)cJSON_GetArraySize(v);
+        if (m == 0 || m > 100000)
+            return bad(w, path, "a list of 1 to 100000 positive numbers");
+        if (!(*grid = malloc(m * sizeof **grid)))
+            return nc_err_set(w->err, NC_ENOMEM, "out of memory");
+        size_t k = 0;
+        for (const cJSON *e = v->child; e; e = e->next, k++) {
+            if (!cJSON_IsNumber(e) || !(e->valuedouble > 0) || !isfinite(e->valuedouble))
+                return bad(w, path, "a list of positive numbers");
+            if (k && !(e->valuedouble > (*grid)[k - 1]))
+                return bad(w, path, "a list of positive numbers in ascending order");
+            (*grid)[k] = e->valuedouble;
+        }
+        *n = m;
+        return 0;
+    }
+    if (!cJSON_IsObject(v))
+        return bad(w, path, what);
+    static const char *const keys[] = {"from", "to", "steps", "scale", NULL};
+    int rc = check_keys(w, v, path, keys);
+    if (rc)
+        return rc;
+    double from = 0, to = 0;
+    uint64_t steps = 100;
+    bool has_from = false, has_to = false;
+    if ((rc = get_number(w, v, "from", path, 1e-300, 1e300, &from, &has_from)) ||
+        (rc = get_number(w, v, "to", path, 1e-300, 1e300, &to, &has_to)) ||
+        (rc = get_uint(w, v, "steps", path, 2, 100000, &steps)))
+        return rc;
+    char p[PATH_MAX_LEN];
+    if (!has_from || !has_to) {
+        child_path(p, path, has_from ? "to" : "from");
+        return bad(w, p, "a positive number");
+    }
+    if (!(to > from)) {
+        child_path(p, path, "to");
+        return bad(w, p, "a number greater than \"from\"");
+    }
+    char *scale = NULL;
+    if ((rc = get_string(w, v, "scale", path, &scale)))
+        return rc;
+    bool log_scale = !scale || strcmp(scale, "log") == 0;
+    bool known = !scale || log_scale || strcmp(scale, "linear") == 0;
+    free(scale);
+    if (!known) {
+        child_path(p, path, "scale");
+        return bad(w, p, "\"log\" or \"linear\"");
+    }
+    if (!(*grid = malloc(steps * sizeof **grid)))
+        return nc_err_set(w->err, NC_ENOMEM, "out of memory");
+    nc_sweep_grid(from, to, (size_t)steps, log_scale, *grid);
+    *n = (size_t)steps;
+    return 0;
+}
+
+static int parse_amp_value(walker *w, const cJSON *obj, const char *key, const char *path,
+                           bool allow_free, nc_amp *amp)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v)
+        return 0;
+    char p[PATH_MAX_LEN];
+    child_path(p, path, key);
+    const char *what = "\"sqrt(d)\", \"sqrt(d-1)\", \"auto\" or a number > 0";
+    if (cJSON_IsNumber(v) && v->valuedouble > 0 && isfinite(v->valuedouble)) {
+        *amp = (nc_amp){NC_AMP_VALUE, v->valuedouble};
+        return 0;
+    }
+    if (!cJSON_IsString(v) || !nc_amp_parse(v->valuestring, amp) ||
+        (!allow_free && amp->rule == NC_AMP_FREE))
+        return bad(w, p, what);
+    return 0;
+}
+
+static int parse_sweep(walker *w, const cJSON *obj, nc_config *cfg)
+{
+    static const char *const keys[] = {"alpha", "C", "steps", "gamma", "beta", "scale",
+                                       "layers", "figure", "csv", "format", NULL};
+    struct nc_config_sweep *sw = &cfg->sweep;
+    if (!cJSON_IsObject(obj))
+        return bad(w, "sweep", "an object");
+    int rc = check_keys(w, obj, "sweep", keys);
+    if (rc)
+        return rc;
+    sw->enabled = true;
+    const cJSON *v;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "alpha")) &&
+        (rc = parse_grid(w, v, "sweep.alpha", &sw->alpha, &sw->nalpha, &sw->alpha_auto)))
+        return rc;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "C")) &&
+        (rc = parse_grid(w, v, "sweep.C", &sw->C, &sw->nC, &sw->C_auto)))
+        return rc;
+    if (!sw->nalpha && !sw->alpha_auto && !sw->nC && !sw->C_auto)
+        return bad(w, "sweep", "an \"alpha\" or \"C\" grid");
+    uint64_t u = sw->auto_steps;
+    if ((rc = get_uint(w, obj, "steps", "sweep", 2, 100000, &u)))
+        return rc;
+    sw->auto_steps = (size_t)u;
+    if ((rc = parse_amp_value(w, obj, "gamma", "sweep", false, &sw->gamma)) ||
+        (rc = get_number(w, obj, "beta", "sweep", -1e6, 1e6, &sw->beta, NULL)) ||
+        (rc = parse_amp_value(w, obj, "scale", "sweep", false, &sw->scale)) ||
+        (rc = get_bool(w, obj, "figure", "sweep", &sw->figure)) ||
+        (rc = get_bool(w, obj, "csv", "sweep", &sw->csv)))
+        return rc;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "layers")) &&
+        (rc = get_strings(w, v, "sweep.layers", &sw->layers, &sw->nlayers)))
+        return rc;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "format"))) {
+        char **fm = NULL;
+        size_t nf = 0;
+        rc = get_strings(w, v, "sweep.format", &fm, &nf);
+        for (size_t k = 0; k < nf && !rc; k++) {
+            unsigned bits;
+            if (!nc_fig_formats_parse(fm[k], &bits))
+                rc = bad(w, "sweep.format", "\"png\", \"pdf\" or \"svg\" (or a list)");
+            else
+                sw->formats |= bits;
+        }
+        for (size_t k = 0; k < nf; k++)
+            free(fm[k]);
+        free(fm);
+    }
+    return rc;
+}
+
 static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
 {
     static const char *const keys[] = {"name", "output", "norm", "eps", "fits", "amplitude",
                                        "bins", "max_exact_points", "sample_tokens", "seed",
-                                       "threads", "jacobian", "figures", "layers", NULL};
+                                       "threads", "jacobian", "figures", "sweep", "layers",
+                                       NULL};
     if (!cJSON_IsObject(root))
         return nc_err_set(w->err, NC_EINVAL, "%s: expected a JSON object at the top level",
                           w->file);
@@ -726,6 +875,8 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
         return rc;
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "jacobian")) &&
         (rc = parse_jacobian(w, v, cfg)))
+        return rc;
+    if ((v = cJSON_GetObjectItemCaseSensitive(root, "sweep")) && (rc = parse_sweep(w, v, cfg)))
         return rc;
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "figures"))) {
         if (!cJSON_IsArray(v))

@@ -66,6 +66,23 @@ typedef struct nc_config {
         bool has_seed;
         uint64_t seed;        /* probe seed (default: the config's seed) */
     } jacobian;
+    struct nc_config_sweep {
+        bool enabled;         /* a sweep section was given */
+        double *alpha;        /* DyT's alpha grid (owned), or NULL */
+        size_t nalpha;
+        bool alpha_auto;      /* a log grid around the layer's theory value */
+        double *C;            /* DyISRU's C grid (owned), or NULL */
+        size_t nC;
+        bool C_auto;
+        size_t auto_steps;    /* points of an "auto" grid (default 200) */
+        nc_amp gamma;         /* the fixed amplitude of DyT's fixed series (default 1) */
+        double beta;          /* its fixed offset (default 0) */
+        nc_amp scale;         /* DyISRU's fixed scale (default auto) */
+        char **layers;        /* patterns (owned); none: every layer */
+        size_t nlayers;
+        bool figure, csv;     /* write a figure and a CSV per layer and parameter (default yes) */
+        unsigned formats;     /* figure formats (0: PNG) */
+    } sweep;
     nc_fig_spec *figures;     /* figures to render into the output folder */
     size_t nfigures;
     nc_config_layer *layers;

@@ -376,6 +376,37 @@ static void add_jacobian(builder *b, cJSON *lo, const nc_jac_result *j)
     num(b, t, "ode_s", j->time_ode_s);
 }
 
+static void add_sweep(builder *b, cJSON *sweeps, const nc_sweep_result *s)
+{
+    cJSON *o = obj(b, sweeps, nc_sweep_param_name(s->param));
+    bool alpha = s->param == NC_SWEEP_ALPHA;
+    str(b, o, "surrogate", alpha ? "dyt" : "dyisru");
+    str(b, o, "data", s->exact ? "raw points (exact)" : "bins (binning error O(h^2))");
+    num(b, o, "fixed_amplitude", s->fixed_amp);
+    if (alpha)
+        num(b, o, "fixed_offset", s->fixed_off);
+    cJSON *opt = obj(b, o, "optimum");
+    num(b, opt, "refit", s->opt_refit);
+    num(b, opt, "fixed", s->opt_fixed);
+    num(b, opt, "jacobian", s->opt_jac);
+    cJSON *mn = obj(b, o, "min_rmse");
+    num(b, mn, "refit", s->min_refit);
+    num(b, mn, "fixed", s->min_fixed);
+    num(b, mn, "jacobian", s->min_jac);
+    num(b, o, "fitted", s->fitted);
+    num(b, o, "theory", s->theory);
+    str(b, o, "theory_definition", alpha ? "1/(rho*sqrt(d))" : "d*rho^2");
+    num_array(b, o, "grid", s->grid, s->n);
+    num_array(b, o, "rmse_refit", s->rmse_refit, s->n);
+    num_array(b, o, alpha ? "gamma_refit" : "scale_refit", s->amp_refit, s->n);
+    if (alpha)
+        num_array(b, o, "beta_refit", s->off_refit, s->n);
+    num_array(b, o, "rmse_fixed", s->rmse_fixed, s->n);
+    num_array(b, o, "jac_rmse_refit", s->jac_refit, s->n);
+    num_array(b, o, "jac_rmse_fixed", s->jac_fixed, s->n);
+    num(b, o, "time_s", s->time_s);
+}
+
 static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
 {
     const nc_layer_result *r = &pl->result;
@@ -411,6 +442,12 @@ static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
         add_jacobian(b, lo, &pl->jacobian);
     if (pl->has_outlier_steps)
         add_outlier_steps(b, lo, &pl->outlier_steps);
+    if (pl->has_sweep[0] || pl->has_sweep[1]) {
+        cJSON *sw = obj(b, lo, "sweeps");
+        for (int p = 0; p < 2; p++)
+            if (pl->has_sweep[p])
+                add_sweep(b, sw, &pl->sweep[p]);
+    }
     cJSON *t = obj(b, lo, "timing");
     num(b, t, "passes", r->passes);
     num(b, t, "stats_s", r->time_stats_s);
@@ -456,4 +493,32 @@ int nc_report_json(const nc_plan *plan, const char *command, const char *const *
     }
     cJSON_free(text);
     return *json ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory for the report");
+}
+
+int nc_report_sweep_csv(const nc_sweep_result *s, char **csv, nc_err *err)
+{
+    *csv = NULL;
+    bool alpha = s->param == NC_SWEEP_ALPHA;
+    size_t cap = 256 + s->n * 7 * 26, used = 0;
+    char *text = malloc(cap);
+    if (!text)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for a sweep CSV");
+    used += (size_t)snprintf(text, cap, "%s,rmse_refit,%s,%s,rmse_fixed,jac_rmse_refit,"
+                             "jac_rmse_fixed\n", alpha ? "alpha" : "C",
+                             alpha ? "gamma_refit" : "scale_refit",
+                             alpha ? "beta_refit" : "offset_refit");
+    for (size_t k = 0; k < s->n && used < cap; k++) {
+        const double v[7] = {s->grid[k],      s->rmse_refit[k], s->amp_refit[k], s->off_refit[k],
+                             s->rmse_fixed[k], s->jac_refit[k], s->jac_fixed[k]};
+        for (int c = 0; c < 7 && used < cap; c++) {
+            int w = snprintf(text + used, cap - used, "%.17g%s", v[c], c < 6 ? "," : "\n");
+            used += w > 0 ? (size_t)w : 0;
+        }
+    }
+    if (used >= cap) {
+        free(text);
+        return nc_err_set(err, NC_EINTERNAL, "sweep CSV larger than planned");
+    }
+    *csv = text;
+    return 0;
 }

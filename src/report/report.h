@@ -20,4 +20,9 @@
 int nc_report_json(const nc_plan *plan, const char *command, const char *const *files,
                    size_t nfiles, char **json, nc_err *err);
 
+/* The sweep as CSV text (owned by the caller): a header line, then one row
+ * per grid value: value, rmse_refit, amp_refit, off_refit, rmse_fixed,
+ * jac_refit, jac_fixed (17 significant digits). */
+int nc_report_sweep_csv(const nc_sweep_result *s, char **csv, nc_err *err);
+
 #endif
