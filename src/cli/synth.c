@@ -163,7 +163,7 @@ int cli_synth(int argc, char **argv)
             break;
         case 'e': rc = nc_parse_double(optarg, "--eps", 0, 1, &eps, &err); break;
         case OPT_SMED: rc = nc_parse_double(optarg, "--scale-median", 1e-30, 1e30, &smed, &err); break;
-        case OPT_SSPREAD: rc = nc_parse_double(optarg, "--scale-spread", 0, 10, &sspread, &err); break;
+        case OPT_SSPREAD: rc = nc_parse_double(optarg, "--scale-spread", 0, 2, &sspread, &err); break;
         case OPT_OUTLIERS:
             rc = nc_parse_u64(optarg, "--outliers", 0, 1000000, &outliers, &err);
             has_outliers = true;
@@ -223,11 +223,12 @@ int cli_synth(int argc, char **argv)
                 goto fail;
             }
         } else {
-            if (nc_synth_preset(names[k], &p, &err) != 0)
-                goto fail;
+            /* presets depend on the width: N, d and the seed first */
             p.N = g[k].N = tokens ? tokens : 4096;
             p.d = g[k].d = dim ? dim : 256;
             p.seed = seed + (uint64_t)k;
+            if (nc_synth_preset(names[k], &p, &err) != 0)
+                goto fail;
             if (!isnan(smed)) p.scale_median = smed;
             if (!isnan(sspread)) p.scale_spread = sspread;
             if (has_outliers) p.outliers = (size_t)outliers;

@@ -414,33 +414,30 @@ static int parse_synth(walker *w, const cJSON *obj, const char *path, nc_config 
         return bad(w, p, "a preset: \"early\", \"middle\", \"late\" or \"outlier-steps\"");
     nc_synth_params *sp = &l->synth_params;
     memset(sp, 0, sizeof *sp);
-    sp->N = 4096;
-    sp->d = 256;
-    sp->seed = cfg->seed;
     l->synth = true;
-    if (strcmp(l->synth_preset, "outlier-steps") == 0) {
-        l->outlier_steps = true;
-        sp->N = 9;
-        sp->d = 100;
-    } else {
-        nc_err e2 = {0};
-        if (nc_synth_preset(l->synth_preset, sp, &e2) != 0)
-            return bad(w, p, "a preset: \"early\", \"middle\", \"late\" or \"outlier-steps\"");
-    }
-    uint64_t u;
-    u = sp->N;
-    if ((rc = get_uint(w, obj, "tokens", path, 1, 1e8, &u)))
+    bool steps = strcmp(l->synth_preset, "outlier-steps") == 0;
+    /* tokens, dim and seed first: the presets depend on the width */
+    uint64_t u = steps ? 9 : 4096;
+    if ((rc = get_uint(w, obj, "tokens", path, 1, steps ? 1000 : 1e8, &u)))
         return rc;
     sp->N = (size_t)u;
-    u = sp->d;
+    u = steps ? 100 : 256;
     if ((rc = get_uint(w, obj, "dim", path, 1, 1e6, &u)))
         return rc;
     sp->d = (size_t)u;
+    sp->seed = cfg->seed;
     if ((rc = get_uint(w, obj, "seed", path, 0, 9007199254740992.0, &sp->seed)))
         return rc;
     if ((double)sp->N * (double)sp->d > 1e9) {
         child_path(p, path, "tokens");
         return bad(w, p, "tokens * dim <= 1e9");
+    }
+    if (steps) {
+        l->outlier_steps = true;
+    } else {
+        nc_err e2 = {0};
+        if (nc_synth_preset(l->synth_preset, sp, &e2) != 0)
+            return bad(w, p, "a preset: \"early\", \"middle\", \"late\" or \"outlier-steps\"");
     }
     bool dummy;
     if ((rc = get_number(w, obj, "scale_median", path, 1e-6, 1e6, &sp->scale_median, &dummy)) ||
