@@ -10,11 +10,25 @@
  * per-token values go to arrays indexed by t and are summarised serially,
  * so nothing depends on the thread count (core/par.h).
  *
+ * Where the time goes (the streaming pass, per token and probe): d normals
+ * (nc_rng_normals, ~2 ns each), then two sweeps over the channels, one for
+ * y.g and sum g, one that forms v and the squared errors of diag(J) and of
+ * every surrogate's f' against it at once (errors_of), so each row of f' is
+ * read once per probe and nothing of size d is written. The f' rows are
+ * computed once per token by the table's vectorised deriv functions. Every
+ * loop over i keeps NC_LANES partial sums (core/sum.h), so GCC vectorises
+ * it without reordering anything, and the helpers are NC_VM_INLINE so that
+ * they are compiled into jac_block's AVX2 clone (NC_VMATH_CLONES). Scratch
+ * is per thread, O((6 + surrogates) d) doubles, allocated once per pass.
+ * On a 4096 x 4096 layer with 8 probes and the 8 default fits this takes
+ * ~1 s of CPU (it took ~5 s with the polar method and separate sweeps).
+ *
  * The only file of normcmp that includes <cblas.h> (STYLE.md section 1).
  */
 #include "analysis/jacobian.h"
 
 #include <cblas.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -36,114 +50,72 @@ static double now_s(void)
 
 /* ============================================================ reductions */
 
-/* Sums over i < n in eight lanes (lane i mod 8, lanes added pairwise at the
- * end): GCC vectorises the fixed 8-wide body without reassociating anything,
- * so the result has the same bits with SSE2, AVX2 or no vectors at all; two
- * AVX2 (four SSE2) accumulators hide the latency of the additions. */
-#define LANES 8
-
-static inline double lanes_total(const double s[LANES])
-{
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
+/* Sums over i < n in NC_LANES lanes (lane i mod NC_LANES, core/sum.h): the
+ * fixed-width body vectorises without reassociation, so the bits are the
+ * same with SSE2, AVX2 or no vectors at all. NC_VM_INLINE: a call would
+ * leave the AVX2 clone of the caller for the baseline copy. */
 
 /* sum_i a_i b_i */
-static inline double dot(const double *a, const double *b, size_t n)
+NC_VM_INLINE double dot(const double *a, const double *b, size_t n)
 {
-    double s[LANES] = {0};
+    double s[NC_LANES] = {0};
     size_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++)
+    for (; i + NC_LANES <= n; i += NC_LANES)
+        for (int l = 0; l < NC_LANES; l++)
             s[l] += a[i + l] * b[i + l];
-    for (; i < n; i++)
-        s[i % LANES] += a[i] * b[i];
-    return lanes_total(s);
+    for (int l = 0; i < n; i++, l++)
+        s[l] += a[i] * b[i];
+    return nc_lanes_total(s);
 }
 
 /* sum_i a_i */
-static inline double total(const double *a, size_t n)
+NC_VM_INLINE double total(const double *a, size_t n)
 {
-    double s[LANES] = {0};
+    double s[NC_LANES] = {0};
     size_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++)
+    for (; i + NC_LANES <= n; i += NC_LANES)
+        for (int l = 0; l < NC_LANES; l++)
             s[l] += a[i + l];
-    for (; i < n; i++)
-        s[i % LANES] += a[i];
-    return lanes_total(s);
-}
-
-/* sum_i (a_i b_i)^2 */
-static inline double sq_prod(const double *a, const double *b, size_t n)
-{
-    double s[LANES] = {0};
-    size_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++) {
-            double r = a[i + l] * b[i + l];
-            s[l] += r * r;
-        }
-    for (; i < n; i++) {
-        double r = a[i] * b[i];
-        s[i % LANES] += r * r;
-    }
-    return lanes_total(s);
-}
-
-/* sum_i (D_i g_i - v_i)^2: the squared error of a diagonal D against v */
-static inline double sq_err(const double *D, const double *g, const double *v, size_t n)
-{
-    double s[LANES] = {0};
-    size_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++) {
-            double e = D[i + l] * g[i + l] - v[i + l];
-            s[l] += e * e;
-        }
-    for (; i < n; i++) {
-        double e = D[i] * g[i] - v[i];
-        s[i % LANES] += e * e;
-    }
-    return lanes_total(s);
+    for (int l = 0; i < n; i++, l++)
+        s[l] += a[i];
+    return nc_lanes_total(s);
 }
 
 /* sum_i (a_i - b_i)^2 and, into *maxe, max(*maxe, max_i |a_i - b_i|) (a NaN
  * difference makes the maximum NaN) */
-static inline double sq_diff_max(const double *a, const double *b, size_t n, double *maxe)
+NC_VM_INLINE double sq_diff_max(const double *a, const double *b, size_t n, double *maxe)
 {
-    double s[LANES] = {0}, m[LANES] = {0};
+    double s[NC_LANES] = {0}, m[NC_LANES] = {0};
     size_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++) {
+    for (; i + NC_LANES <= n; i += NC_LANES)
+        for (int l = 0; l < NC_LANES; l++) {
             double e = fabs(a[i + l] - b[i + l]);
             s[l] += e * e;
             m[l] = e > m[l] || e != e ? e : m[l];
         }
-    for (; i < n; i++) {
+    for (int l = 0; i < n; i++, l++) {
         double e = fabs(a[i] - b[i]);
-        s[i % LANES] += e * e;
-        m[i % LANES] = e > m[i % LANES] || e != e ? e : m[i % LANES];
+        s[l] += e * e;
+        m[l] = e > m[l] || e != e ? e : m[l];
     }
-    for (int l = 0; l < LANES; l++)
+    for (int l = 0; l < NC_LANES; l++)
         *maxe = m[l] > *maxe || m[l] != m[l] ? m[l] : *maxe;
-    return lanes_total(s);
+    return nc_lanes_total(s);
 }
 
 /* ======================================================== one token */
 
 /* (inline versions for the pass, public wrappers below) */
-static inline void token_diag(nc_norm_kind norm, const double *y, double inv, size_t d,
-                              double *diag)
+
+/* J_ii = inv (a - y_i^2 / d), a = 1 - 1/d for LayerNorm (the 1 1^T/d
+ * term), 1 for RMSNorm */
+NC_VM_INLINE double diag_a(nc_norm_kind norm, size_t d)
 {
-    /* J_ii = inv (a - y_i^2 / d), a = 1 - 1/d for LayerNorm (the 1 1^T/d
-     * term), 1 for RMSNorm */
-    const double dd = (double)d, a = norm == NC_LAYERNORM ? 1.0 - 1.0 / dd : 1.0;
-    for (size_t i = 0; i < d; i++)
-        diag[i] = inv * (a - y[i] * y[i] / dd);
+    return norm == NC_LAYERNORM ? 1.0 - 1.0 / (double)d : 1.0;
 }
 
-static inline void token_vjp(nc_norm_kind norm, const double *y, double inv, size_t d,
-                             const double *g, double *out)
+NC_VM_INLINE void token_vjp(nc_norm_kind norm, const double *y, double inv, size_t d,
+                            const double *g, double *out)
 {
     /* J^T g = J g = inv (g - [mean(g)] - y (y.g) / d) */
     const double dd = (double)d;
@@ -155,7 +127,9 @@ static inline void token_vjp(nc_norm_kind norm, const double *y, double inv, siz
 
 void nc_jac_token_diag(nc_norm_kind norm, const double *y, double inv, size_t d, double *diag)
 {
-    token_diag(norm, y, inv, d, diag);
+    const double dd = (double)d, a = diag_a(norm, d);
+    for (size_t i = 0; i < d; i++)
+        diag[i] = inv * (a - y[i] * y[i] / dd);
 }
 
 void nc_jac_token_vjp(nc_norm_kind norm, const double *y, double inv, size_t d, const double *g,
@@ -193,15 +167,45 @@ void nc_jac_token_dense(nc_norm_kind norm, const double *y, double inv, size_t d
     }
 }
 
-void nc_jac_dense_vjp(const double *J, size_t d, const double *G, size_t ncols, double *out)
+/* sum_j row_j^2 of a float row, in double */
+NC_VM_INLINE double sq_sum_f(const float *row, size_t n)
+{
+    double s[NC_LANES] = {0};
+    size_t i = 0;
+    for (; i + NC_LANES <= n; i += NC_LANES)
+        for (int l = 0; l < NC_LANES; l++)
+            s[l] += (double)row[i + l] * (double)row[i + l];
+    for (int l = 0; i < n; i++, l++)
+        s[l] += (double)row[i] * (double)row[i];
+    return nc_lanes_total(s);
+}
+
+NC_VMATH_CLONES
+double nc_jac_token_dense_f(nc_norm_kind norm, const double *y, double inv, size_t d, float *J)
+{
+    /* the entries of nc_jac_token_dense, each rounded once to float */
+    const double dd = (double)d, b = norm == NC_LAYERNORM ? inv / dd : 0.0;
+    nc_sum f2 = {0, 0};
+    for (size_t i = 0; i < d; i++) {
+        float *row = J + i * d;
+        const double ci = inv * y[i] / dd;
+        for (size_t j = 0; j < d; j++)
+            row[j] = (float)(-(ci * y[j]) - b);
+        row[i] = (float)((-(ci * y[i]) - b) + inv);
+        nc_sum_add(&f2, sq_sum_f(row, d));
+    }
+    return nc_sum_get(&f2);
+}
+
+void nc_jac_dense_vjp(const float *J, size_t d, const float *G, size_t ncols, float *out)
 {
     /* J is stored row-major, which column-major BLAS reads as the matrix
-     * J^T: so out (d x ncols, column-major) = J^T G is one dgemm without a
+     * J^T: so out (d x ncols, column-major) = J^T G is one sgemm without a
      * transpose flag (also the faster of the two forms in OpenBLAS: it
      * packs the matrix with unit stride). Sizes fit an int: the caller
-     * bounds d * d * 8 bytes. */
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)d, (int)ncols, (int)d, 1.0, J,
-                (int)d, G, (int)d, 0.0, out, (int)d);
+     * bounds d * d * 4 bytes. */
+    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)d, (int)ncols, (int)d, 1.0f, J,
+                (int)d, G, (int)d, 0.0f, out, (int)d);
 }
 
 /* ||e|| / ||v|| from their squares, with the conventions of jacobian.h:
@@ -243,33 +247,106 @@ typedef struct jac_ctx {
     jac_acc acc[NC_SHARDS];
 } jac_ctx;
 
-/* Doubles of per-thread scratch: y, jd, g, v, gr, vr, and f' per surrogate. */
+/* Doubles of per-thread scratch: y, jd, g (a probe or the real gradient),
+ * v = J^T g, and f' per surrogate. */
 static size_t scratch_doubles(size_t d, int ns)
 {
-    return (6 + (size_t)ns) * d;
+    return (4 + (size_t)ns) * d;
 }
 
-/* Fills g[0..n) with standard normals from rng: Marsaglia's polar method
- * exactly as nc_rng_normal ((u, v) uniform on [-1, 1)^2 until 0 < q = u^2 +
- * v^2 < 1, with the deterministic nc_det_log), but keeping both values u f
- * and v f, f = sqrt(-2 log(q) / q), of each accepted pair (the last one is
- * dropped when n is odd). Half the draws and logarithms: drawing the probes
- * is most of the pass (TODO(issue 3): move to core/rng.c as an array
- * generator if another module needs it). */
-static void normals(nc_rng *rng, double *g, size_t n)
+/* Per token: y = (x - c) inv and jd = diag(J) (jacobian.h), and the sums
+ * sums[0..4) = sum y^2, sum y, sum jd^2, sum (jd y)^2, in one sweep. */
+NC_VM_INLINE void token_state(nc_norm_kind norm, const double *x, double c, double inv,
+                              size_t d, double *y, double *jd, double sums[4])
 {
+    const double dd = (double)d, a = diag_a(norm, d);
+    double syy[NC_LANES] = {0}, sy[NC_LANES] = {0}, sjj[NC_LANES] = {0}, srad[NC_LANES] = {0};
     size_t i = 0;
-    while (i < n) {
-        double u = 2.0 * nc_rng_uniform(rng) - 1.0; /* exact: [0,1) -> [-1,1) */
-        double v = 2.0 * nc_rng_uniform(rng) - 1.0;
-        double q = u * u + v * v;
-        if (!(q > 0.0 && q < 1.0))
-            continue;
-        double f = sqrt(-2.0 * nc_det_log(q) / q);
-        g[i++] = u * f;
-        if (i < n)
-            g[i++] = v * f;
+    for (; i + NC_LANES <= d; i += NC_LANES)
+        for (int l = 0; l < NC_LANES; l++) {
+            double yi = (x[i + l] - c) * inv, ji = inv * (a - yi * yi / dd), r = ji * yi;
+            y[i + l] = yi;
+            jd[i + l] = ji;
+            syy[l] += yi * yi;
+            sy[l] += yi;
+            sjj[l] += ji * ji;
+            srad[l] += r * r;
+        }
+    for (int l = 0; i < d; i++, l++) {
+        double yi = (x[i] - c) * inv, ji = inv * (a - yi * yi / dd), r = ji * yi;
+        y[i] = yi;
+        jd[i] = ji;
+        syy[l] += yi * yi;
+        sy[l] += yi;
+        sjj[l] += ji * ji;
+        srad[l] += r * r;
     }
+    sums[0] = nc_lanes_total(syy);
+    sums[1] = nc_lanes_total(sy);
+    sums[2] = nc_lanes_total(sjj);
+    sums[3] = nc_lanes_total(srad);
+}
+
+/* sum_i (D_i g_i - v_i)^2: the squared error of a diagonal D against v */
+NC_VM_INLINE double sq_err(const double *D, const double *g, const double *v, size_t n)
+{
+    double s[NC_LANES] = {0};
+    size_t i = 0;
+    for (; i + NC_LANES <= n; i += NC_LANES)
+        for (int l = 0; l < NC_LANES; l++) {
+            double e = D[i + l] * g[i + l] - v[i + l];
+            s[l] += e * e;
+        }
+    for (int l = 0; i < n; i++, l++) {
+        double e = D[i] * g[i] - v[i];
+        s[l] += e * e;
+    }
+    return nc_lanes_total(s);
+}
+
+/* For one gradient g: v = J^T g = inv (g - [mean g] - y (y.g)/d) into v[d],
+ * *v2 = ||v||^2, e2[0] = ||diag(J) g - v||^2 and e2[1 + j] = ||diag(f'_j)
+ * g - v||^2 for the ns rows f'_j at fp + j d. A sweep for y.g (and sum g),
+ * one for v and the diagonal's error, one per surrogate (three loads and
+ * four operations an element: faster than one sweep whose ns accumulators
+ * do not fit in registers). */
+NC_VM_INLINE void errors_of(nc_norm_kind norm, const double *y, const double *jd,
+                            const double *fp, int ns, double inv, size_t d, const double *g,
+                            double *v, double *v2, double *e2)
+{
+    const double dd = (double)d;
+    double syg[NC_LANES] = {0}, sg[NC_LANES] = {0};
+    size_t i = 0;
+    for (; i + NC_LANES <= d; i += NC_LANES)
+        for (int l = 0; l < NC_LANES; l++) {
+            syg[l] += y[i + l] * g[i + l];
+            sg[l] += g[i + l];
+        }
+    for (int l = 0; i < d; i++, l++) {
+        syg[l] += y[i] * g[i];
+        sg[l] += g[i];
+    }
+    const double yg = nc_lanes_total(syg) / dd;
+    const double mg = norm == NC_LAYERNORM ? nc_lanes_total(sg) / dd : 0.0;
+
+    double sv[NC_LANES] = {0}, se[NC_LANES] = {0};
+    for (i = 0; i + NC_LANES <= d; i += NC_LANES)
+        for (int l = 0; l < NC_LANES; l++) {
+            double vi = inv * ((g[i + l] - mg) - y[i + l] * yg), e = jd[i + l] * g[i + l] - vi;
+            v[i + l] = vi;
+            sv[l] += vi * vi;
+            se[l] += e * e;
+        }
+    for (int l = 0; i < d; i++, l++) {
+        double vi = inv * ((g[i] - mg) - y[i] * yg), e = jd[i] * g[i] - vi;
+        v[i] = vi;
+        sv[l] += vi * vi;
+        se[l] += e * e;
+    }
+    *v2 = nc_lanes_total(sv);
+    e2[0] = nc_lanes_total(se);
+    for (int j = 0; j < ns; j++)
+        e2[1 + j] = sq_err(fp + (size_t)j * d, g, v, d);
 }
 
 NC_VMATH_CLONES
@@ -283,8 +360,7 @@ static void jac_block(void *vctx, int shard, size_t t0, size_t nt, const double 
     const size_t d = ctx->d, P = ctx->probes;
     const int ns = ctx->ns;
     jac_acc *a = &ctx->acc[shard];
-    double *y = scratch, *jd = y + d, *g = jd + d, *v = g + d, *gr = v + d, *vr = gr + d;
-    double *fp = vr + d; /* [ns * d] */
+    double *y = scratch, *jd = y + d, *g = jd + d, *v = g + d, *fp = v + d; /* fp: [ns * d] */
 
     for (size_t k = 0; k < nt; k++) {
         const size_t t = t0 + k;
@@ -292,19 +368,16 @@ static void jac_block(void *vctx, int shard, size_t t0, size_t nt, const double 
             continue;
         const size_t tok = tk->index ? tk->index[t] : t;
         const double *x = rows + k * d;
-        const double c = tk->centre[t], inv = tk->inv[t];
-        for (size_t i = 0; i < d; i++)
-            y[i] = (x[i] - c) * inv;
-        token_diag(norm, y, inv, d, jd);
+        const double inv = tk->inv[t];
+        double sums[4];
+        token_state(norm, x, tk->centre[t], inv, d, y, jd, sums);
 
         /* pooled shares: sum J_ii^2 against ||J||_F^2 (closed form), and
          * ||diag(J) y||^2 against ||inv y||^2 */
-        const double syy = dot(y, y, d), sjd2 = dot(jd, jd, d);
-        const double sy = norm == NC_LAYERNORM ? total(y, d) : 0.0;
-        nc_sum_add(&a->diag2, sjd2);
-        nc_sum_add(&a->frob2, frob2_from(norm, syy, sy, inv, d));
-        nc_sum_add(&a->rad_num, sq_prod(jd, y, d));
-        nc_sum_add(&a->rad_den, inv * inv * syy);
+        nc_sum_add(&a->diag2, sums[2]);
+        nc_sum_add(&a->frob2, frob2_from(norm, sums[0], sums[1], inv, d));
+        nc_sum_add(&a->rad_num, sums[3]);
+        nc_sum_add(&a->rad_den, inv * inv * sums[0]);
         nc_sum_add(&a->ones_den, (double)d * inv * inv);
         a->used++;
 
@@ -316,17 +389,17 @@ static void jac_block(void *vctx, int shard, size_t t0, size_t nt, const double 
             nc_sum_add(&a->sse[id], sq_diff_max(jd, f, d, &a->maxe[id]));
         }
 
-        /* random probes: per token, the mean of the probes' relative errors */
+        /* random probes, d normals each from the token's stream, probe after
+         * probe: per token, the mean of the probes' relative errors */
         nc_rng rng;
         nc_rng_seed(&rng, ctx->pseed, (uint64_t)tok);
-        double e_sum = 0, se_sum[NC_FIT_COUNT] = {0};
+        double e_sum = 0, se_sum[NC_FIT_COUNT] = {0}, v2, e2[1 + NC_FIT_COUNT];
         for (size_t p = 0; p < P; p++) {
-            normals(&rng, g, d);
-            token_vjp(norm, y, inv, d, g, v);
-            const double v2 = dot(v, v, d);
-            e_sum += rel_err(sq_err(jd, g, v, d), v2);
+            nc_rng_normals(&rng, g, d);
+            errors_of(norm, y, jd, fp, ns, inv, d, g, v, &v2, e2);
+            e_sum += rel_err(e2[0], v2);
             for (int j = 0; j < ns; j++)
-                se_sum[j] += rel_err(sq_err(fp + (size_t)j * d, g, v, d), v2);
+                se_sum[j] += rel_err(e2[1 + j], v2);
         }
         ctx->err[t] = e_sum / (double)P;
         for (int j = 0; j < ns; j++)
@@ -335,11 +408,11 @@ static void jac_block(void *vctx, int shard, size_t t0, size_t nt, const double 
         /* the real gradient at the norm's output: weight * grad_output */
         if (!ctx->grad)
             continue;
-        nc_tensor_rows(ctx->grad, tok, 1, gr);
+        nc_tensor_rows(ctx->grad, tok, 1, g);
         if (ctx->weight)
             for (size_t i = 0; i < d; i++)
-                gr[i] *= ctx->weight[i];
-        const double g2 = dot(gr, gr, d);
+                g[i] *= ctx->weight[i];
+        const double g2 = dot(g, g, d);
         if (!isfinite(g2)) {
             a->real_nonfinite++;
             continue;
@@ -349,11 +422,10 @@ static void jac_block(void *vctx, int shard, size_t t0, size_t nt, const double 
             continue;
         }
         ctx->real_ok[t] = 1;
-        token_vjp(norm, y, inv, d, gr, vr);
-        const double vr2 = dot(vr, vr, d);
-        ctx->err_real[t] = rel_err(sq_err(jd, gr, vr, d), vr2);
+        errors_of(norm, y, jd, fp, ns, inv, d, g, v, &v2, e2);
+        ctx->err_real[t] = rel_err(e2[0], v2);
         for (int j = 0; j < ns; j++)
-            ctx->serr_real[j][t] = rel_err(sq_err(fp + (size_t)j * d, gr, vr, d), vr2);
+            ctx->serr_real[j][t] = rel_err(e2[1 + j], v2);
     }
 }
 
@@ -411,25 +483,53 @@ static nc_jac_summary summarize(const double *v, const unsigned char *keep, unsi
 
 /* ============================================================ dense check */
 
-/* Materialises J for m tokens spread evenly over the used ones and compares
- * J^T G (one dgemm, G = [probes | real gradient]) with the analytic J^T g,
- * and the dense ||J||_F^2 with the closed form. */
+/* The componentwise scale of J^T g at channel i, an upper bound on
+ * sum_j |J_ij g_j| (J symmetric):
+ *   s_i = inv (|g_i| + ([sum_j |g_j|] + |y_i| sum_j |y_j g_j|) / d)
+ * since |J_ij| <= inv (delta_ij + [1/d] + |y_i y_j| / d). A dot product of
+ * length d in float, with both factors rounded to float first, is off by at
+ * most gamma_{d+2} = (d+2) u / (1 - (d+2) u) times sum_j |J_ij g_j| (u =
+ * 2^-24; Higham, "Accuracy and Stability of Numerical Algorithms", 3.1),
+ * in any summation order, FMA or not: so |dense_i - analytic_i| / s_i <=
+ * gamma_{d+2} + the analytic side's double rounding is a bound that holds
+ * whatever OpenBLAS does, and a wrong formula (a missing rank-one term is
+ * ~1/sqrt(d) of s_i) exceeds it. */
+static double dense_tolerance(size_t d)
+{
+    const double u = 0x1p-24, k = (double)d + 3.0; /* + 1 for the double side */
+    return k * u / (1.0 - k * u);
+}
+
+/* Materialises J in float for m tokens spread evenly over the used ones
+ * (one d x d matrix at a time) and compares J^T G (one sgemm per token, G
+ * = [probes | more random columns | real gradient], ncols columns) with the
+ * analytic J^T g, and the float matrix's sum of squares with the closed
+ * form. */
 static int dense_check(const nc_layer_result *res, const nc_tensor *x, const nc_tensor *grad,
                        const double *weight, size_t m, size_t used, uint64_t pseed, size_t P,
                        nc_jac_result *out, nc_err *err)
 {
     const size_t d = res->d, nt = res->tok.nt;
-    const size_t ncols = P + (grad ? 1 : 0);
-    double *J = malloc(d * d * sizeof *J);
-    double *work = malloc((2 * ncols + 3) * d * sizeof *work);
-    if (!J || !work) {
+    /* random columns: the P probes of the pass, then more from the same
+     * stream up to NC_JAC_DENSE_COLUMNS; then the real gradient */
+    const size_t nrand = P + (grad ? 1 : 0) >= NC_JAC_DENSE_COLUMNS
+                             ? P
+                             : NC_JAC_DENSE_COLUMNS - (grad ? 1 : 0);
+    const size_t ncols = nrand + (grad ? 1 : 0);
+    float *J = malloc(d * d * sizeof *J);
+    float *Gf = malloc(2 * ncols * d * sizeof *Gf);
+    double *work = malloc((ncols + 3) * d * sizeof *work);
+    if (!J || !Gf || !work) {
         free(J);
+        free(Gf);
         free(work);
         return nc_err_set(err, NC_ENOMEM,
-                          "%s: out of memory for the dense Jacobian (%zu x %zu doubles)",
+                          "%s: out of memory for the dense Jacobian (%zu x %zu floats)",
                           res->name, d, d);
     }
-    double *G = work, *JG = G + ncols * d, *ana = JG + ncols * d, *xr = ana + d, *y = xr + d;
+    float *JG = Gf + ncols * d;
+    double *G = work, *ana = G + ncols * d, *xr = ana + d, *y = xr + d;
+    const double dd = (double)d, tol = dense_tolerance(d);
     double max_rel = 0, max_frob = 0, t_gemm = 0;
     size_t done = 0, rank = 0, next_k = 0;
     for (size_t t = 0; t < nt && next_k < m; t++) {
@@ -445,53 +545,67 @@ static int dense_check(const nc_layer_result *res, const nc_tensor *x, const nc_
         nc_tensor_rows(x, tok, 1, xr);
         for (size_t i = 0; i < d; i++)
             y[i] = (xr[i] - c) * inv;
-        /* the same probes as the streaming pass, then the real gradient */
+        /* the same probes as the streaming pass (the stream is one sequence),
+         * then the real gradient */
         nc_rng rng;
         nc_rng_seed(&rng, pseed, (uint64_t)tok);
-        for (size_t k = 0; k < P; k++) /* probe by probe, as the pass draws them */
-            normals(&rng, G + k * d, d);
+        nc_rng_normals(&rng, G, nrand * d);
         if (grad) {
-            double *gr = G + P * d;
+            double *gr = G + nrand * d;
             nc_tensor_rows(grad, tok, 1, gr);
             if (weight)
                 for (size_t i = 0; i < d; i++)
                     gr[i] *= weight[i];
         }
-        nc_jac_token_dense(res->norm, y, inv, d, J);
+        for (size_t k = 0; k < ncols * d; k++)
+            Gf[k] = (float)G[k];
+        const double fd = nc_jac_token_dense_f(res->norm, y, inv, d, J);
         double t0 = now_s();
-        nc_jac_dense_vjp(J, d, G, ncols, JG);
+        nc_jac_dense_vjp(J, d, Gf, ncols, JG);
         t_gemm += now_s() - t0;
-        /* differences relative to inv max_i |g_i|, the size of the terms
-         * the product sums: J^T g itself can cancel to ~0 (g along y) */
+        /* componentwise, relative to the scale s_i of dense_tolerance */
         for (size_t k = 0; k < ncols; k++) {
             const double *g = G + k * d;
-            nc_jac_token_vjp(res->norm, y, inv, d, g, ana);
-            double dmax = 0, gmax = 0;
+            double sg = 0, syg = 0;
             for (size_t i = 0; i < d; i++) {
-                dmax = fmax(dmax, fabs(JG[k * d + i] - ana[i]));
-                gmax = fmax(gmax, fabs(g[i]));
+                sg += fabs(g[i]);
+                syg += fabs(y[i] * g[i]);
             }
-            if (gmax > 0 && isfinite(gmax)) /* a zero real gradient: nothing to compare */
-                max_rel = fmax(max_rel, dmax / (inv * gmax));
+            if (!isfinite(sg) || !isfinite(syg) || !(sg > 0))
+                continue; /* a zero or non-finite real gradient: nothing to compare */
+            if (res->norm != NC_LAYERNORM)
+                sg = 0;
+            nc_jac_token_vjp(res->norm, y, inv, d, g, ana);
+            for (size_t i = 0; i < d; i++) {
+                double diff = fabs((double)JG[k * d + i] - ana[i]);
+                double s = inv * (fabs(g[i]) + (sg + fabs(y[i]) * syg) / dd);
+                double r = diff > 0 ? diff / s : 0.0; /* s = 0 with diff > 0: inf */
+                max_rel = r > max_rel || r != r ? r : max_rel;
+            }
         }
-        /* ||J||_F^2 relative to ||inv I||_F^2 = d inv^2 (||J||_F^2 itself can
-         * cancel to ~0: LayerNorm with d = 2) */
+        /* the float matrix's ||J||_F^2 relative to ||inv I||_F^2 = d inv^2
+         * (||J||_F^2 itself can cancel to ~0: LayerNorm with d = 2) */
         double f2 = nc_jac_token_frob2(res->norm, y, inv, d);
-        double fd = 0;
-        for (size_t j = 0; j < d; j++)
-            fd += dot(J + j * d, J + j * d, d);
-        max_frob = fmax(max_frob, fabs(fd - f2) / ((double)d * inv * inv));
+        max_frob = fmax(max_frob, fabs(fd - f2) / (dd * inv * inv));
         done++;
     }
     free(J);
+    free(Gf);
     free(work);
     out->tokens_materialised = done;
     out->dense_columns = ncols;
     out->dense_max_rel_diff = max_rel;
     out->dense_frob_max_rel_diff = max_frob;
-    out->dense_flops = 2.0 * (double)d * (double)d * (double)ncols * (double)done;
+    out->dense_tol = tol;
+    out->dense_frob_tol = NC_JAC_DENSE_FROB_TOL;
+    out->dense_flops = 2.0 * dd * dd * (double)ncols * (double)done;
     out->time_dense_gemm_s = t_gemm;
-    snprintf(out->dense_status, sizeof out->dense_status, "ok");
+    if (max_rel <= tol && max_frob <= NC_JAC_DENSE_FROB_TOL)
+        snprintf(out->dense_status, sizeof out->dense_status, "ok");
+    else
+        snprintf(out->dense_status, sizeof out->dense_status,
+                 "MISMATCH: J^T g off by %.3g (bound %.3g), ||J||_F^2 by %.3g (bound %.3g)",
+                 max_rel, tol, max_frob, NC_JAC_DENSE_FROB_TOL);
     return 0;
 }
 
@@ -578,6 +692,15 @@ void nc_jac_ode_check(double rho, size_t d, double x_max, nc_jac_ode *out)
 
 /* ============================================================ the run */
 
+size_t nc_jac_dense_default_tokens(size_t d)
+{
+    if (d == 0)
+        return 0;
+    if (d > NC_JAC_DENSE_ENTRIES / d)
+        return 1;
+    return NC_JAC_DENSE_ENTRIES / d / d;
+}
+
 void nc_jac_opts_defaults(nc_jac_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -595,6 +718,7 @@ static void set_nan_metrics(nc_jac_result *out)
         out->surr[j].backprop = out->surr[j].backprop_real = none;
     }
     out->dense_max_rel_diff = out->dense_frob_max_rel_diff = NAN;
+    out->dense_tol = out->dense_frob_tol = NAN;
 }
 
 int nc_jacobian_run(const nc_layer_result *res, const nc_tensor *x, const nc_tensor *grad,
@@ -738,17 +862,14 @@ int nc_jacobian_run(const nc_layer_result *res, const nc_tensor *x, const nc_ten
     /* ---- the dense check ---- */
     t0 = now_s();
     size_t max_bytes = o->dense_max_bytes ? o->dense_max_bytes : NC_JAC_DENSE_MAX_BYTES;
-    size_t m = o->dense_tokens;
-    if (m == 0)
-        m = d <= NC_JAC_DENSE_ALL_D && A->used <= NC_JAC_DENSE_ALL_N ? A->used
-                                                                    : NC_JAC_DENSE_TOKENS;
+    size_t m = o->dense_tokens ? o->dense_tokens : nc_jac_dense_default_tokens(d);
     if (m > A->used)
         m = A->used;
     if (o->no_dense)
         snprintf(out->dense_status, sizeof out->dense_status, "skipped (no_dense)");
     else if (m == 0)
         snprintf(out->dense_status, sizeof out->dense_status, "skipped: no usable token");
-    else if (d > INT_MAX || d > max_bytes / sizeof(double) / d)
+    else if (d > INT_MAX || d > max_bytes / sizeof(float) / d)
         snprintf(out->dense_status, sizeof out->dense_status,
                  "skipped: a %zu x %zu matrix exceeds %zu bytes", d, d, max_bytes);
     else if ((rc = dense_check(res, x, grad, weight, m, A->used, ctx->pseed, out->probes, out,

@@ -27,8 +27,8 @@
  *
  *   diag_frobenius_share  sum_t sum_i J_ii^2 / sum_t ||J_t||_F^2 (pooled)
  *   backprop              e = ||diag(J) g - J^T g|| / ||J^T g|| for
- *                         `probes` standard-normal probes g per token (the
- *                         polar method on the generator of core/rng.h
+ *                         `probes` standard-normal probes g per token
+ *                         (nc_rng_normals, the ziggurat of core/rng.h,
  *                         seeded with (seed ^ NC_JAC_SEED_TAG, stream = the
  *                         token's row in x), d values per probe, probe after
  *                         probe); per token the mean over its probes;
@@ -59,16 +59,28 @@
  * whose real gradient is not finite.
  *
  * Then, as checks:
- *   dense     for a sample of tokens, J materialised as a dense d x d
- *             matrix and J^T G for the block G = [probes | real gradient]
- *             computed as ONE matrix product (OpenBLAS dgemm), compared
- *             with the analytic J^T g: dense_max_rel_diff is the largest
- *             max_i |dense_i - analytic_i| / (inv max_i |g_i|) over the
- *             sampled tokens and columns (~1e-15; inv max |g| is the size
- *             of the terms the product sums: J^T g itself may cancel to ~0,
- *             e.g. g along y); dense_frob_max_rel_diff the largest
- *             |sum of J_ij^2 over the dense matrix - the closed form above|
- *             / (d inv^2).
+ *   dense     for a sample of tokens (by default as many as fit
+ *             NC_JAC_DENSE_ENTRIES matrix entries in all: every token for
+ *             d <= 128 and N <= 4096, 4 for d = 4096), J materialised as a
+ *             dense d x d float matrix (each entry computed in double and
+ *             rounded once) and J^T G for the block G = [probes | more
+ *             random columns | real gradient] of NC_JAC_DENSE_COLUMNS
+ *             columns (more if probes + 1 exceed it) computed as ONE
+ *             matrix product (OpenBLAS sgemm: with 64 columns it runs near
+ *             OpenBLAS's own sgemm rate, nc_jac_blas_rate, not at memory
+ *             speed as with 8), compared with the analytic J^T g in double:
+ *             dense_max_rel_diff is the largest |dense_i - analytic_i| / s_i
+ *             over the sampled tokens, columns and channels, with s_i =
+ *             inv (|g_i| + ([sum |g|] + |y_i| sum |y g|) / d) >= sum_j
+ *             |J_ij g_j| the size of the terms the product sums (J^T g
+ *             itself may cancel to ~0, e.g. g along y). Rounding alone
+ *             keeps it below dense_tol = gamma_{d+3} = (d+3) u / (1 -
+ *             (d+3) u), u = 2^-24, whatever the summation order (observed
+ *             ~1e-8); a wrong formula gives ~1/sqrt(d). Likewise
+ *             dense_frob_max_rel_diff, the largest |sum of J_ij^2 over the
+ *             float matrix - the closed form above| / (d inv^2), stays
+ *             below NC_JAC_DENSE_FROB_TOL. dense_status is "ok" when both
+ *             hold, else says "MISMATCH" and by how much.
  *   ODE       ODE-1 dy/dx = (1/rho)(1 - y^2/d), y(0) = 0, and ODE-2
  *             dy/dx = (y/x)(1 - y^2/d) integrated (ode.h, rtol = atol =
  *             1e-12) over [0, max |x|] and compared with sqrt(d) tanh(x /
@@ -76,8 +88,9 @@
  *
  * Results do not depend on the thread count (per-shard accumulators merged
  * in shard order; per-token values in arrays summarised serially; probes
- * from per-token streams). Memory: O(nt * (1 + 2 * fits)) doubles plus one
- * d x d matrix for the dense check.
+ * from per-token streams). Memory: O(nt * (1 + 2 * fits)) doubles, O((3 +
+ * fits) d) doubles of scratch per thread, and one d x d float matrix plus
+ * O(d * columns) for the dense check.
  *
  * Left out: the Jacobian after the affine part (diag(weight) J, whose
  * diagonal share is the same question weighted per channel) and anything
@@ -99,12 +112,18 @@
 #include "util/progress.h"
 
 /* Defaults of the options (used where an option is 0). */
-#define NC_JAC_PROBES 8                        /* random probes per token */
-#define NC_JAC_DENSE_TOKENS 32                 /* tokens materialised as d x d */
-#define NC_JAC_DENSE_ALL_D 128                 /* d <= this ...                  */
-#define NC_JAC_DENSE_ALL_N 4096                /* ... and tokens <= this: all */
-#define NC_JAC_DENSE_MAX_BYTES ((size_t)1 << 30) /* one d x d double matrix, at most */
-#define NC_JAC_DENSE_ALL SIZE_MAX              /* dense_tokens: every used token */
+#define NC_JAC_PROBES 8 /* random probes per token */
+/* The dense check materialises about this many entries in all (256 MiB of
+ * floats written, ~8.6 GFLOP with 64 columns: ~0.2 s at OpenBLAS's sgemm
+ * rate): NC_JAC_DENSE_ENTRIES / d^2 tokens, at least 1. */
+#define NC_JAC_DENSE_ENTRIES ((size_t)1 << 26)
+#define NC_JAC_DENSE_COLUMNS 64                  /* columns of G (at least) */
+#define NC_JAC_DENSE_MAX_BYTES ((size_t)1 << 30) /* one d x d float matrix, at most */
+#define NC_JAC_DENSE_ALL SIZE_MAX                /* dense_tokens: every used token */
+/* dense_frob_max_rel_diff bound: each float entry squared is off by at most
+ * 2u + u^2 (u = 2^-24) relative, ||J||_F^2 <= d inv^2, and the double sums
+ * add ~1e-13: 3u. */
+#define NC_JAC_DENSE_FROB_TOL (3.0 * 0x1p-24)
 
 /* Mixed into the seed (seed ^ tag) before the probe streams are drawn, so
  * that a probe never repeats the normals of a synthetic layer generated
@@ -118,10 +137,9 @@
 
 typedef struct nc_jac_opts {
     size_t probes;          /* random probes per token (0: NC_JAC_PROBES) */
-    size_t dense_tokens;    /* tokens materialised (0: all used tokens when d <=
-                             * NC_JAC_DENSE_ALL_D and they are <= NC_JAC_DENSE_ALL_N,
-                             * else NC_JAC_DENSE_TOKENS; NC_JAC_DENSE_ALL: all) */
-    size_t dense_max_bytes; /* skip the dense check when d*d*8 exceeds this
+    size_t dense_tokens;    /* tokens materialised (0: nc_jac_dense_default_tokens(d);
+                             * NC_JAC_DENSE_ALL: all); at most the used tokens */
+    size_t dense_max_bytes; /* skip the dense check when d*d*4 exceeds this
                              * (0: NC_JAC_DENSE_MAX_BYTES) */
     bool no_dense;          /* skip the dense check */
     uint64_t seed;          /* probe seed, used as given (0 is a valid seed) */
@@ -182,17 +200,19 @@ typedef struct nc_jac_result {
     nc_jac_ode ode;
 
     size_t tokens_materialised;     /* tokens of the dense check */
-    size_t dense_columns;           /* columns of G per token (probes [+ 1 real]) */
+    size_t dense_columns;           /* columns of G per token (random [+ 1 real]) */
     double dense_max_rel_diff;      /* dense J^T G against analytic, relative to
-                                     * inv max|g| (NaN: not run) */
+                                     * s_i (see above; NaN: not run) */
     double dense_frob_max_rel_diff; /* dense ||J||_F^2 against the closed form,
                                      * relative to d inv^2 */
-    char dense_status[96];          /* "ok" or why it did not run */
-    double dense_flops;             /* 2 d^2 columns per token: the dgemm work */
+    double dense_tol;               /* the rounding bound of dense_max_rel_diff */
+    double dense_frob_tol;          /* ... of dense_frob_max_rel_diff */
+    char dense_status[128];         /* "ok", "MISMATCH: ..." or why it did not run */
+    double dense_flops;             /* 2 d^2 columns per token: the sgemm work */
 
     double time_analytic_s;         /* the streaming pass */
     double time_dense_s;            /* the dense check, all of it */
-    double time_dense_gemm_s;       /* of which in dgemm (dense_flops / this = GFLOP/s) */
+    double time_dense_gemm_s;       /* of which in sgemm (dense_flops / this = GFLOP/s) */
     double time_ode_s;
 
     double *token_backprop;         /* [tok.nt] per-token mean probe error of diag(J),
@@ -202,6 +222,10 @@ typedef struct nc_jac_result {
 /* Options with the defaults: probes NC_JAC_PROBES, dense default rule,
  * seed 1. */
 void nc_jac_opts_defaults(nc_jac_opts *o);
+
+/* The default number of tokens of the dense check for width d:
+ * NC_JAC_DENSE_ENTRIES / d^2, at least 1 (0 for d = 0). */
+size_t nc_jac_dense_default_tokens(size_t d);
 
 /* Runs the comparison on an analysed layer. res is the result of
  * nc_layer_analyze on the input x (the same tensor: the pass visits the
@@ -236,9 +260,13 @@ double nc_jac_token_frob2(nc_norm_kind norm, const double *y, double inv, size_t
  * in exact arithmetic; the two halves may differ in the last bit.) */
 void nc_jac_token_dense(nc_norm_kind norm, const double *y, double inv, size_t d, double *J);
 
-/* out = J^T G with one cblas_dgemm: J [d x d] row-major as above, G and
+/* The same matrix in float: each entry of nc_jac_token_dense rounded once.
+ * Returns the sum of the squares of the stored floats (in double). */
+double nc_jac_token_dense_f(nc_norm_kind norm, const double *y, double inv, size_t d, float *J);
+
+/* out = J^T G with one cblas_sgemm: J [d x d] row-major as above, G and
  * out [d x ncols] column-major (column k, a probe, at G + k*d). */
-void nc_jac_dense_vjp(const double *J, size_t d, const double *G, size_t ncols, double *out);
+void nc_jac_dense_vjp(const float *J, size_t d, const float *G, size_t ncols, float *out);
 
 /* ---- the ODE check ------------------------------------------------------ */
 

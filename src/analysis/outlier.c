@@ -32,9 +32,9 @@ int nc_outlier_steps_run(const nc_tensor *x, nc_norm_kind norm, double eps,
     const size_t N = x->N, d = x->d;
     int rc = 0;
     double *row = malloc((d ? d : 1) * sizeof *row);
-    double *px = malloc(2 * (N ? N : 1) * sizeof *px);
-    double *py = malloc(2 * (N ? N : 1) * sizeof *py);
-    if (!row || !px || !py) {
+    double *px = malloc(4 * (N ? N : 1) * sizeof *px);
+    double *py = px ? px + 2 * (N ? N : 1) : NULL;
+    if (!row || !px) {
         rc = nc_err_set(err, NC_ENOMEM, "outlier steps: out of memory");
         goto out;
     }
@@ -84,7 +84,19 @@ int nc_outlier_steps_run(const nc_tensor *x, nc_norm_kind norm, double eps,
                                               : INFINITY;
 out:
     free(row);
-    free(px);
-    free(py);
+    if (rc) {
+        free(px);
+    } else {
+        out->x = px; /* the block holds y after x */
+        out->y = py;
+    }
     return rc;
+}
+
+void nc_outlier_steps_free(nc_outlier_steps *os)
+{
+    if (!os)
+        return;
+    free(os->x);
+    os->x = os->y = NULL;
 }

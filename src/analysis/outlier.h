@@ -32,6 +32,7 @@ typedef struct nc_outlier_fit {
 typedef struct nc_outlier_steps {
     size_t tokens;       /* tokens used (each gives one point and its mirror) */
     size_t points;       /* 2 * tokens */
+    double *x, *y;       /* [points] the outlier points and their mirrors (owned, one block) */
     double amplitude;    /* the fixed amplitude */
     nc_outlier_fit dyt, dyisru;
     double ratio;        /* dyt.mean_abs_res / dyisru.mean_abs_res */
@@ -41,5 +42,8 @@ typedef struct nc_outlier_steps {
  * token's largest value). Tokens with non-finite values are skipped. */
 int nc_outlier_steps_run(const nc_tensor *x, nc_norm_kind norm, double eps,
                          nc_outlier_steps *out, nc_err *err);
+
+/* Frees the points. Accepts NULL. */
+void nc_outlier_steps_free(nc_outlier_steps *os);
 
 #endif

@@ -475,6 +475,7 @@ void nc_plan_close(nc_plan *plan)
         for (int p = 0; p < 2; p++)
             if (plan->layers[k].has_sweep[p])
                 nc_sweep_result_free(&plan->layers[k].sweep[p]);
+        nc_outlier_steps_free(&plan->layers[k].outlier_steps);
     }
     free(plan->layers);
     free(plan->inputs);

@@ -287,7 +287,7 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
     bool any_jac = false;
     for (size_t k = 0; k < plan->nlayers; k++)
         any_jac = any_jac || plan->layers[k].has_jacobian;
-    if (!cli_summary_jacobian_only)
+    if (!cli_summary_jacobian_only && plan->nlayers > 0)
         print_summary(plan);
     if (any_jac) {
         if (!cli_summary_jacobian_only)

@@ -198,7 +198,8 @@ static const char plot_help[] =
     "the ones specific to it:\n"
     "\n"
     "      --figure TYPES         scatter, scatter-grid, by-token, by-channel, jacobian,\n"
-    "                             alpha-std, tanh-family (comma-separated, repeatable)\n"
+    "                             alpha-std, tanh-family, outlier-steps (comma-separated,\n"
+    "                             repeatable; outlier-steps needs --experiment outlier-steps)\n"
     "      --layer PATTERN        only these layers (name or glob; repeatable; default all)\n"
     "      --format LIST          png, pdf, svg (comma-separated; default png)\n"
     "      --size WxH             figure size in inches (default per figure, e.g. 7x5.2)\n"
@@ -397,8 +398,8 @@ static int fit_main(int argc, char **argv, int mode)
                 snprintf(name, sizeof name, "%.*s", (int)(n < 31 ? n : 31), p);
                 if (n >= 31 || !nc_fig_kind_parse(name, &kind)) {
                     status = cli_usage_error(cmd, "--figure: expected scatter, scatter-grid, "
-                                             "by-token, by-channel, jacobian, alpha-std or "
-                                             "tanh-family, got '%s'", name);
+                                             "by-token, by-channel, jacobian, alpha-std, "
+                                             "tanh-family or outlier-steps, got '%s'", name);
                     goto out;
                 }
                 if (fo.nkinds < NC_FIG_COUNT)

@@ -5,7 +5,9 @@
  *
  * References: xoshiro256starstar.c and splitmix64.c by Blackman and Vigna
  * (public domain, https://prng.di.unimi.it/); Marsaglia and Bray (1964) for
- * the polar method; Marsaglia and Tsang (2000) for gamma; fdlibm 5.3
+ * the polar method; Marsaglia and Tsang (2000), "The ziggurat method for
+ * generating random variables", and Doornik (2005), "An improved ziggurat
+ * method to generate normal random samples", for nc_rng_normals; Marsaglia and Tsang (2000) for gamma; fdlibm 5.3
  * e_log.c and e_exp.c (Sun Microsystems, 1993) for the polynomial
  * coefficients of nc_det_log and nc_det_exp, written here as hex literals so
  * that no decimal-to-binary conversion is involved.
@@ -17,6 +19,8 @@
 
 #include <assert.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
 
 /* a*b+c must round twice, as on every machine: no fused multiply-add, even
  * when the file is compiled with -march=native in a GNU mode. */
@@ -59,9 +63,10 @@ static uint64_t rotl(uint64_t x, int k)
     return (x << k) | (x >> (64 - k));
 }
 
-uint64_t nc_rng_u64(nc_rng *r)
+/* One xoshiro256** step on the state words s[0..4). Inline, so that a loop
+ * over a local copy of the state keeps it in registers. */
+static inline uint64_t next(uint64_t *s)
 {
-    uint64_t *s = r->s;
     uint64_t result = rotl(s[1] * 5, 7) * 9;
     uint64_t t = s[1] << 17;
     s[2] ^= s[0];
@@ -71,6 +76,11 @@ uint64_t nc_rng_u64(nc_rng *r)
     s[2] ^= t;
     s[3] = rotl(s[3], 45);
     return result;
+}
+
+uint64_t nc_rng_u64(nc_rng *r)
+{
+    return next(r->s);
 }
 
 uint64_t nc_rng_below(nc_rng *r, uint64_t n)
@@ -102,6 +112,122 @@ double nc_rng_normal(nc_rng *r)
         if (q > 0.0 && q < 1.0)
             return u * sqrt(-2.0 * nc_det_log(q) / q);
     }
+}
+
+/* ---- ziggurat normals ------------------------------------------------------- */
+
+/* Legend: f(x) = exp(-x^2/2), the normal density without its constant;
+ * region 0 is the base strip (the rectangle [0, R] x [0, f(R)] and the tail
+ * beyond R), regions 1..255 the rectangles [0, X_i] x [f(X_i), f(X_{i+1})]
+ * stacked on it, all of area v.
+ *
+ * R is the root, to 50 digits (mpmath), of "the top rectangle has area v"
+ * with v = R f(R) + int_R^inf f: R = 3.65415288536100877164542972,
+ * v = 0.00492867323397465534736177540 (Marsaglia and Tsang print
+ * 3.6541528853610088 and 0.00492867323399). With R and v rounded to double
+ * and the recursion below in double, the regions' areas agree with v to
+ * 5e-14 relative (the top one is the worst; test_rng.c checks 1e-12): a
+ * bias no sample could show. 98.5% of the words take the fast path (the
+ * top region, X[256] = 0, never does).
+ *
+ * Speed, one thread of the machine this was written on (AMD EPYC, GCC 12,
+ * -O2, median of 5 runs over 10^7 values): nc_rng_normal 14.6 ns a value,
+ * the polar method keeping both values of a pair 9.1 ns, nc_rng_normals
+ * 2.3 ns. */
+#define ZIG_N NC_RNG_ZIG_LAYERS
+#define ZIG_R 0x1.d3bb48209ad33p+1 /* 3.6541528853610088 */
+#define ZIG_V 0x1.43016a5a43732p-8 /* 0.0049286732339746553 */
+
+static struct zig_tables {
+    double X[ZIG_N + 1]; /* widths: X[0] = v / f(R), X[1] = R, ..., X[256] = 0 */
+    double F[ZIG_N + 1]; /* heights where region i starts: F[0] = 0, F[i] = f(X_i) */
+    double W[ZIG_N];     /* X[i] 2^-52, so that x = j W[i] = (j 2^-52) X[i] */
+    int64_t K[ZIG_N];    /* |j| < K[i]: |x| < X[i+1], under the curve at once */
+} zig;
+static pthread_once_t zig_once = PTHREAD_ONCE_INIT;
+
+/* The tables from R and v: X_{i+1} = f^-1(v / X_i + f(X_i)), each
+ * rectangle's area v over the one below. */
+static void zig_init(void)
+{
+    double f = nc_det_exp(-0.5 * ZIG_R * ZIG_R);
+    zig.X[0] = ZIG_V / f;
+    zig.X[1] = ZIG_R;
+    zig.F[0] = 0.0;
+    zig.F[1] = f;
+    for (int i = 2; i < ZIG_N; i++) {
+        zig.X[i] = sqrt(-2.0 * nc_det_log(ZIG_V / zig.X[i - 1] + f));
+        f = nc_det_exp(-0.5 * zig.X[i] * zig.X[i]);
+        zig.F[i] = f;
+    }
+    zig.X[ZIG_N] = 0.0;
+    zig.F[ZIG_N] = 1.0;
+    for (int i = 0; i < ZIG_N; i++) {
+        zig.W[i] = zig.X[i] * 0x1p-52; /* exact: a power of two */
+        /* truncated: |j| < K[i] implies |j| 2^-52 X[i] < X[i+1] up to the
+         * rounding of the ratio; what it misses goes to the exact tests */
+        zig.K[i] = (int64_t)(zig.X[i + 1] / zig.X[i] * 0x1p52);
+    }
+}
+
+void nc_rng_zig_tables(const double **X, const double **F, double *v)
+{
+    pthread_once(&zig_once, zig_init);
+    *X = zig.X;
+    *F = zig.F;
+    *v = ZIG_V;
+}
+
+/* A uniform double in [0, 1) from the state words, as nc_rng_uniform. */
+static inline double uniform_s(uint64_t *s)
+{
+    return (double)(next(s) >> 11) * 0x1p-53;
+}
+
+/* The rare case: the point x = j W[i] of region i is not inside the next
+ * narrower rectangle by the integer test. Returns true with the value in
+ * *x, or false when the point is rejected (draw a new word). */
+static inline bool zig_slow(uint64_t *s, unsigned i, int64_t j, double *x)
+{
+    const double ax = fabs(*x);
+    if (i == 0) {
+        if (ax < ZIG_R) /* in the base rectangle after all (rounding) */
+            return true;
+        /* the tail beyond R (Marsaglia 1964): a = -log(U1) / R is the
+         * exponential proposal, accepted with probability exp(-a^2/2) */
+        double a, b;
+        do {
+            a = -nc_det_log(1.0 - uniform_s(s)) / ZIG_R; /* (0, 1]: finite */
+            b = -nc_det_log(1.0 - uniform_s(s));
+        } while (b + b < a * a);
+        *x = j < 0 ? -(ZIG_R + a) : ZIG_R + a;
+        return true;
+    }
+    if (ax < zig.X[i + 1]) /* under the curve after all (rounding) */
+        return true;
+    /* the wedge: a uniform height in the region against the curve */
+    double y = zig.F[i] + uniform_s(s) * (zig.F[i + 1] - zig.F[i]);
+    return y < nc_det_exp(-0.5 * ax * ax);
+}
+
+void nc_rng_normals(nc_rng *r, double *out, size_t n)
+{
+    pthread_once(&zig_once, zig_init);
+    uint64_t s[4] = {r->s[0], r->s[1], r->s[2], r->s[3]}; /* in registers */
+    for (double *end = out + n; out != end; out++) {
+        for (;;) {
+            uint64_t w = next(s);
+            unsigned i = (unsigned)(w & 0xff);                          /* bits 0-7: the region */
+            int64_t j = (int64_t)(w >> 11) - INT64_C(0x10000000000000); /* [-2^52, 2^52) */
+            double x = (double)j * zig.W[i]; /* j is exact: one rounding */
+            if (__builtin_expect((j < 0 ? -j : j) < zig.K[i], 1) || zig_slow(s, i, j, &x)) {
+                *out = x;
+                break;
+            }
+        }
+    }
+    for (int q = 0; q < 4; q++)
+        r->s[q] = s[q];
 }
 
 /* Marsaglia-Tsang for shape >= 1. */

@@ -17,7 +17,7 @@
  * switches to short mantissa-exponent labels ("2e-5", "1.5e6"). Log axes
  * label decades 1e-4 .. 1e4 in plain decimals (0.001, 0.01, ..., 1000) and
  * others as "10^-5": '^' marks the rest of the label as an exponent, which
- * figure.c draws raised and smaller. Labels use the ASCII '-'; the
+ * text.c draws raised and smaller. Labels use the ASCII '-'; the
  * renderer draws it as the minus sign U+2212.
  *
  * Range helpers: a symmetric range [-a, a] that treats negative and

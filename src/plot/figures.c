@@ -35,6 +35,7 @@
 
 static const char *const kind_names[NC_FIG_COUNT] = {
     "scatter", "scatter-grid", "by-token", "by-channel", "jacobian", "alpha-std", "tanh-family",
+    "outlier-steps",
 };
 
 const char *nc_fig_kind_name(nc_fig_kind kind)
@@ -510,6 +511,47 @@ static bool by_channel_panel(job *j, const nc_plan_layer *pl, nc_panel *p, size_
     return !j->oom;
 }
 
+/* outlier-steps: the points, both fixed-amplitude fits, the bounds. */
+static bool outlier_panel(job *j, const nc_plan_layer *pl, nc_panel *p)
+{
+    const nc_outlier_steps *os = &pl->outlier_steps;
+    double xm = 0;
+    for (size_t k = 0; k < os->points; k++)
+        xm = fmax(xm, fabs(os->x[k]));
+    xm *= 1.1;
+    nc_mark *m = jalloc(j, os->points * sizeof *m);
+    nc_curve *c = jalloc(j, 2 * sizeof *c);
+    nc_hline *h = jalloc(j, 2 * sizeof *h);
+    double *xy = jalloc(j, 3 * CURVE_POINTS * sizeof *xy);
+    if (!m || !c || !h || !xy)
+        return false;
+    for (size_t k = 0; k < os->points; k++)
+        m[k] = (nc_mark){os->x[k], os->y[k], nc_rgb_hex(0x222222), NC_MARKER_CIRCLE, 5.5,
+                         k == 0 ? "outlier points (mirrored)" : NULL};
+    double *gx = xy, *gd = xy + CURVE_POINTS, *gi = xy + 2 * CURVE_POINTS;
+    const double A = os->amplitude, al = os->dyt.param, Cc = os->dyisru.param;
+    for (int k = 0; k < CURVE_POINTS; k++) {
+        gx[k] = -xm + 2 * xm * k / (CURVE_POINTS - 1);
+        gd[k] = A * tanh(al * gx[k]);
+        gi[k] = A * gx[k] / sqrt(gx[k] * gx[k] + Cc);
+    }
+    c[0] = (nc_curve){gx, gd, CURVE_POINTS, fit_color(NC_FIT_DYT), 1.6, false, 0, 0,
+                      jprintf(j, "DyT: %.4g tanh(%.4g x), mean |residual| %.3g", A, al,
+                              os->dyt.mean_abs_res)};
+    c[1] = (nc_curve){gx, gi, CURVE_POINTS, fit_color(NC_FIT_DYISRU), 1.6, false, 0, 0,
+                      jprintf(j, "DyISRU: %.4g x / \xe2\x88\x9a(x\xc2\xb2 + %.4g), mean |residual| %.3g",
+                              A, Cc, os->dyisru.mean_abs_res)};
+    h[0] = (nc_hline){A, nc_rgb_hex(0x999999), true, jprintf(j, "\xc2\xb1 amplitude %.4g", A)};
+    h[1] = (nc_hline){-A, nc_rgb_hex(0x999999), true, NULL};
+    *p = (nc_panel){.title = jprintf(j, "%s \xe2\x80\x94 outlier steps (DyT/DyISRU residual "
+                                        "ratio %.3g)", pl->name, os->ratio),
+                    .xlabel = "the token's largest input x", .ylabel = "its normalized output y",
+                    .x0 = -xm, .x1 = xm, .y0 = -1.15 * A, .y1 = 1.15 * A, .grid = true,
+                    .curves = c, .ncurves = 2, .marks = m, .nmarks = os->points, .hlines = h,
+                    .nhlines = 2, .legend_pos = NC_LEGEND_LOWER_RIGHT};
+    return !j->oom;
+}
+
 /* ---------------------------------------------------------- rasters */
 
 typedef struct raster_ctx {
@@ -736,7 +778,19 @@ static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
         if (plan->layers[k].result.points > 0 && layer_selected(spec, plan->layers[k].name))
             sel[nsel++] = k;
     bool per_layer = spec->kind == NC_FIG_SCATTER || spec->kind == NC_FIG_BY_TOKEN ||
-                     spec->kind == NC_FIG_BY_CHANNEL || spec->kind == NC_FIG_JACOBIAN;
+                     spec->kind == NC_FIG_BY_CHANNEL || spec->kind == NC_FIG_JACOBIAN ||
+                     spec->kind == NC_FIG_OUTLIER_STEPS;
+    if (spec->kind == NC_FIG_OUTLIER_STEPS) { /* only the layers that ran the experiment */
+        size_t m = 0;
+        for (size_t k = 0; k < nsel; k++)
+            if (plan->layers[sel[k]].has_outlier_steps)
+                sel[m++] = sel[k];
+        nsel = m;
+        if (nsel == 0)
+            return nc_err_set(err, NC_EINVAL, "figure 'outlier-steps': no layer ran the "
+                              "outlier-steps experiment (\"experiment\": \"outlier-steps\", or "
+                              "the synth preset \"outlier-steps\")");
+    }
     if (nsel == 0 && spec->kind != NC_FIG_TANH_FAMILY)
         return nc_err_set(err, NC_EINVAL, "figure '%s': no layer with data matches %s%s",
                           nc_fig_kind_name(spec->kind), spec->nlayers ? "'" : "",
@@ -896,6 +950,12 @@ static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
             j->npanels = 1;
             break;
         }
+        case NC_FIG_OUTLIER_STEPS:
+            set_grid(j, 1, 1, 6.4, 4.8, spec);
+            if (!outlier_panel(j, pl, &j->panels[0]))
+                return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+            j->npanels = 1;
+            break;
         default:
             break;
         }

@@ -17,6 +17,9 @@
  *   alpha-std     fitted DyT alpha (and alpha*gamma) against 1/std(x) across
  *                 layers, with the theory line alpha = 1/(rho sqrt d)
  *   tanh-family   tanh(alpha x) for a few alpha (the paper's illustration)
+ *   outlier-steps the DyISRU paper's simulation: each token's outlier point
+ *                 (and its mirror) with the DyT and DyISRU fits of fixed
+ *                 amplitude, for layers run with that experiment
  *
  * Millions of points are never drawn one by one: one streaming pass per
  * layer accumulates every cloud its figures need into density rasters the
@@ -40,6 +43,7 @@ typedef enum nc_fig_kind {
     NC_FIG_JACOBIAN,
     NC_FIG_ALPHA_STD,
     NC_FIG_TANH_FAMILY,
+    NC_FIG_OUTLIER_STEPS,
     NC_FIG_COUNT
 } nc_fig_kind;
 

@@ -613,7 +613,7 @@ static int parse_figure(walker *w, const cJSON *obj, int idx, nc_config *cfg)
         return rc;
     child_path(p, path, "type");
     const char *kinds = "one of: scatter, scatter-grid, by-token, by-channel, jacobian, "
-                        "alpha-std, tanh-family";
+                        "alpha-std, tanh-family, outlier-steps";
     bool ok = type && nc_fig_kind_parse(type, &f->kind);
     free(type);
     if (!ok)
@@ -901,8 +901,14 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
     if ((rc = get_uint(w, root, "threads", "", 0, 16, &u)))
         return rc;
     cfg->threads = (int)u;
-    /* layers last: synthetic layers default to the config's seed */
+    /* layers last: synthetic layers default to the config's seed. A config
+     * drawing only the tanh family needs none. */
     const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+    bool data_free = cfg->nfigures > 0;
+    for (size_t k = 0; k < cfg->nfigures; k++)
+        data_free = data_free && cfg->figures[k].kind == NC_FIG_TANH_FAMILY;
+    if (!layers && data_free)
+        return 0;
     if (!layers)
         return nc_err_set(w->err, NC_EINVAL, "%s: layers: missing (expected an array of layers)",
                           w->file);
