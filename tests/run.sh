@@ -9,6 +9,11 @@
 set -u
 BUILD=${BUILD:-build}
 export BUILD
+# sanitizer builds: fail on the first error, and keep stderr to the
+# messages the tests compare (no list of the fontconfig leak suppression)
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-print_suppressions=0}
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 filter=${1:-}
