@@ -3,10 +3,10 @@
 #
 #   scripts/deps.sh build   compiler, pkg-config and the C libraries (libpng,
 #                           cJSON, OpenBLAS, cairo) plus the DejaVu font
-#   scripts/deps.sh test    build + NumPy/SciPy for the independent references
+#   scripts/deps.sh test    build + NumPy/SciPy for the independent references,
+#                           PyTorch and Pillow for the activation dump script
 #   scripts/deps.sh fuzz    test + clang and its sanitizer/fuzzer runtime
 #   scripts/deps.sh bench   test + Matplotlib (the reference pipeline) + hyperfine
-#   scripts/deps.sh torch   test + PyTorch (the activation dump script)
 #
 # Runs apt-get (as root, or through sudo when available). Safe to run again:
 # a group whose packages are all installed does nothing.
@@ -14,14 +14,13 @@ set -eu
 
 group=${1:-build}
 build="build-essential pkg-config libpng-dev libcjson-dev libopenblas-dev libcairo2-dev fonts-dejavu-core"
-test="$build python3 python3-numpy python3-scipy"
+test="$build python3 python3-numpy python3-scipy python3-torch python3-pil"
 case "$group" in
 build) pkgs=$build ;;
 test) pkgs=$test ;;
 fuzz) pkgs="$test clang libclang-rt-14-dev" ;;
 bench) pkgs="$test python3-matplotlib hyperfine" ;;
-torch) pkgs="$test python3-torch" ;;
-*) echo "deps.sh: unknown group '$group' (expected build, test, fuzz, bench or torch)" >&2; exit 2 ;;
+*) echo "deps.sh: unknown group '$group' (expected build, test, fuzz or bench)" >&2; exit 2 ;;
 esac
 
 missing=""

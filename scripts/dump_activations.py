@@ -1,0 +1,996 @@
+#!/usr/bin/env python3
+"""dump_activations.py - capture what goes into and comes out of every
+LayerNorm / RMSNorm module of a PyTorch model, for normcmp.
+
+Runs the model once on CPU (or --device) with forward hooks on the norm
+modules and writes ONE .safetensors file with, per hooked module M (its
+qualified name from named_modules()):
+
+    M.input        [N, d]  what enters the module (first positional argument)
+    M.output       [N, d]  what it returns (after its weight and bias)
+    M.weight       [d]     its affine weight, if it has one
+    M.bias         [d]     its affine bias, if it has one
+    M.grad_output  [N, d]  with --grad: d loss / d M.output
+
+N = tokens: the leading axes flattened (at most --tokens of them, the first
+ones), d = the normalised width. __metadata__ records the model, the command,
+and per module its class, norm kind, eps and the script's own check that
+the output equals the norm of the input with the weight and bias
+(check_max_abs_diff, on the captured values before any --dtype rounding).
+Next to it goes a config for `normcmp run` (--config) with one layer per
+module, each with its own norm kind and eps.
+
+Models: --model MODULE:CALLABLE (a dotted module on sys.path, or a path to a
+.py file) builds the model, with keyword arguments from --model-args JSON.
+--checkpoint PATH then loads weights: passed as checkpoint= to the callable
+when it has that parameter (custom formats, e.g. scripts/llama2c_model.py),
+otherwise torch.load'ed as a state_dict (or a dict holding one under
+"state_dict"/"model") or a whole pickled module. A TorchScript file (.pt,
+.ptl, ... saved with torch.jit.save) is the model by itself (no --model):
+hooks cannot be registered on scripted modules, so the script instead adds
+every aten::layer_norm of the inlined forward graph to the graph's outputs
+and runs that; those layers are named after their weight's attribute path
+(e.g. blocks.0.ln1) or ln00, ln01, ... when the weights are constants (a
+traced or frozen model). RMSNorm written as plain tensor ops cannot be
+found in a graph, and layer norms inside loops are not captured.
+
+Inputs: --inputs MODULE:CALLABLE (with --inputs-args JSON; it receives the
+model as model= when it has that parameter) returning a tensor (one
+positional input), a tuple/list (positional inputs) or a dict (keyword
+inputs). Without it: --input-shape (seeded normal floats, or token ids below
+--input-vocab), else the model's example_inputs() method, else an
+example_inputs(model) function in the --model module.
+
+Examples (from the project root):
+
+    python3 scripts/dump_activations.py --model scripts/example_model.py:tiny_layernorm \\
+        -o out/tiny.safetensors --grad
+    python3 scripts/dump_activations.py --model scripts/llama2c_model.py:load \\
+        --checkpoint ../shared/models/stories260K.bin -o out/stories.safetensors
+    python3 scripts/dump_activations.py --checkpoint ../shared/models/vit4mnist.ptl \\
+        --inputs scripts/example_model.py:digit_images -o out/vit4mnist.safetensors
+    build/normcmp run out/tiny.json --out out/tiny-report
+
+Exit status: 0 written; 2 bad arguments, an unimportable model or inputs, or
+no matching module (one line on stderr); 1 the model failed to run.
+"""
+import argparse
+import fnmatch
+import importlib
+import importlib.util
+import inspect
+import json
+import math
+import os
+import re
+import shlex
+import struct
+import sys
+import time
+import zipfile
+
+TOOL = "normcmp scripts/dump_activations.py 1"
+PROG = "dump_activations.py"
+
+DEFAULT_CLASSES = ["LayerNorm", "RMSNorm", "LlamaRMSNorm", "MistralRMSNorm", "MixtralRMSNorm",
+                   "Qwen2RMSNorm", "Qwen3RMSNorm", "GemmaRMSNorm", "Gemma2RMSNorm", "Phi3RMSNorm",
+                   "T5LayerNorm", "MT5LayerNorm", "UMT5LayerNorm", "LongT5LayerNorm",
+                   "FusedRMSNorm", "MixedFusedRMSNorm", "FusedLayerNorm", "MixedFusedLayerNorm",
+                   "*RMSNorm", "*LayerNorm"]
+# classes without "RMS" in their name that are nevertheless RMSNorms
+KNOWN_RMS = {"T5LayerNorm", "MT5LayerNorm", "UMT5LayerNorm", "LongT5LayerNorm",
+             "Pix2StructLayerNorm"}
+KINDS = ("layernorm", "rmsnorm")
+EPS_ATTRS = ("eps", "variance_epsilon", "epsilon", "norm_eps")
+WEIGHT_ATTRS = ("weight", "gamma", "scale", "g")
+BIAS_ATTRS = ("bias", "beta", "shift", "b")
+
+
+class Fail(Exception):
+    """A one-line error: message and exit status."""
+
+    def __init__(self, msg, code=2):
+        super().__init__(msg)
+        self.code = code
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise Fail(f"{message} (see --help)")
+
+
+def is_tty():
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class Log:
+    def __init__(self, quiet):
+        self.progress_on = not quiet and is_tty()
+        self.quiet = quiet
+
+    def progress(self, msg):
+        if self.progress_on:
+            print(f"{PROG}: {msg}", file=sys.stderr, flush=True)
+
+    def warn(self, msg):
+        if not self.quiet:
+            print(f"{PROG}: warning: {msg}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------ arguments
+
+def parse_args(argv):
+    p = Parser(prog=PROG, description=__doc__.split("\n\n")[0],
+               epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+               formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-o", "--out", required=True, metavar="OUT.safetensors",
+                   help="the file to write (a folder of it is created)")
+    g = p.add_argument_group("model")
+    g.add_argument("--model", metavar="MODULE:CALLABLE",
+                   help="builds the model: package.module:callable or path/file.py:callable")
+    g.add_argument("--model-args", metavar="JSON", default="{}",
+                   help="keyword arguments of the model callable, a JSON object")
+    g.add_argument("--checkpoint", metavar="PATH",
+                   help="weights: a state_dict, a pickled module, a TorchScript file, or "
+                        "whatever the callable's checkpoint= parameter takes")
+    g.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    g = p.add_argument_group("inputs")
+    g.add_argument("--inputs", metavar="MODULE:CALLABLE",
+                   help="builds the model inputs: a tensor, a tuple/list or a dict")
+    g.add_argument("--inputs-args", metavar="JSON", default="{}",
+                   help="keyword arguments of the inputs callable (or of the default "
+                        "example_inputs), a JSON object")
+    g.add_argument("--input-shape", metavar="D0,D1,...",
+                   help="one random input of this shape: normal floats, or token ids with "
+                        "--input-vocab")
+    g.add_argument("--input-vocab", type=int, metavar="V",
+                   help="with --input-shape: integer token ids in [0, V)")
+    g.add_argument("--seed", type=int, default=0,
+                   help="torch seed set before building the model and inputs (default 0)")
+    g = p.add_argument_group("which modules")
+    g.add_argument("--class", dest="classes", action="append", metavar="PATTERN",
+                   help="hook modules whose class name matches this glob (repeatable; "
+                        "replaces the default: LayerNorm, RMSNorm, LlamaRMSNorm, T5LayerNorm, "
+                        "... and any class ending in RMSNorm or LayerNorm)")
+    g.add_argument("--match", metavar="REGEX",
+                   help="hook only modules whose qualified name matches (re.search); with "
+                        "--class '*' any module so named")
+    g.add_argument("--norm-kind", action="append", default=[], metavar="REGEX=KIND",
+                   help="norm kind (layernorm or rmsnorm) of the modules whose name matches "
+                        "REGEX (repeatable, first match wins). Default: layernorm for "
+                        "nn.LayerNorm, otherwise rmsnorm when the class name contains RMS "
+                        "(or is T5LayerNorm and kin), else layernorm, switched when the "
+                        "captured output only fits the other kind")
+    g = p.add_argument_group("what to capture")
+    g.add_argument("--tokens", type=int, default=4096, metavar="N",
+                   help="at most N tokens (rows) per module, the first ones; 0 = all "
+                        "(default 4096)")
+    g.add_argument("--grad", action="store_true",
+                   help="also capture d loss / d output of every module")
+    g.add_argument("--loss", metavar="MODULE:CALLABLE",
+                   help="with --grad: loss(output) or loss(output, inputs) -> scalar "
+                        "(default: sum of squares of the model's output)")
+    g.add_argument("--dtype", choices=("f32", "f16", "bf16"), default="f32",
+                   help="dtype of the written tensors (default f32)")
+    g = p.add_argument_group("output")
+    g.add_argument("--config", metavar="OUT.json",
+                   help="the normcmp run config to write (default: OUT with .json for "
+                        ".safetensors; 'none' for no config)")
+    g.add_argument("--name", help="the config's name (default: OUT's file name stem)")
+    g.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress or warnings on stderr (progress is only shown on a "
+                        "terminal anyway)")
+    a = p.parse_args(argv)
+    if not a.model and not a.checkpoint:
+        raise Fail("give --model MODULE:CALLABLE, or --checkpoint with a TorchScript file")
+    for opt in ("model_args", "inputs_args"):
+        try:
+            v = json.loads(getattr(a, opt))
+        except json.JSONDecodeError as e:
+            raise Fail(f"--{opt.replace('_', '-')}: not JSON ({e})")
+        if not isinstance(v, dict):
+            raise Fail(f"--{opt.replace('_', '-')}: expected a JSON object of keyword arguments")
+        setattr(a, opt, v)
+    if a.tokens < 0:
+        raise Fail("--tokens: expected a number >= 0")
+    if a.input_vocab is not None and a.input_vocab <= 0:
+        raise Fail("--input-vocab: expected a number > 0")
+    if a.input_vocab is not None and not a.input_shape:
+        raise Fail("--input-vocab needs --input-shape")
+    if a.input_shape:
+        try:
+            a.input_shape = [int(s) for s in a.input_shape.split(",")]
+        except ValueError:
+            raise Fail(f"--input-shape: expected sizes separated by commas, got {a.input_shape!r}")
+        if not a.input_shape or min(a.input_shape) <= 0:
+            raise Fail("--input-shape: expected positive sizes")
+        if a.inputs:
+            raise Fail("give --inputs or --input-shape, not both")
+    if a.match is not None:
+        try:
+            a.match = re.compile(a.match)
+        except re.error as e:
+            raise Fail(f"--match: not a regular expression ({e})")
+    kinds = []
+    for s in a.norm_kind:
+        rx, sep, kind = s.rpartition("=")
+        if not sep or kind not in KINDS:
+            raise Fail(f"--norm-kind: expected REGEX=layernorm or REGEX=rmsnorm, got {s!r}")
+        try:
+            kinds.append((re.compile(rx), kind))
+        except re.error as e:
+            raise Fail(f"--norm-kind: {rx!r} is not a regular expression ({e})")
+    a.norm_kind = kinds
+    if a.loss and not a.grad:
+        raise Fail("--loss needs --grad")
+    if a.config is None:
+        stem = a.out[:-len(".safetensors")] if a.out.endswith(".safetensors") else a.out
+        a.config = stem + ".json"
+    elif a.config == "none":
+        a.config = None
+    if a.config and os.path.abspath(a.config) == os.path.abspath(a.out):
+        raise Fail("--config: the same file as --out")
+    if a.name is None:
+        base = os.path.basename(a.out)
+        a.name = base[:-len(".safetensors")] if base.endswith(".safetensors") else base
+    return a
+
+
+# ------------------------------------------------------------------ loading
+
+def load_callable(spec, what):
+    """package.module:callable or path/to/file.py:callable -> the object."""
+    mod_name, sep, attr = spec.rpartition(":")
+    if not sep or not mod_name or not attr:
+        raise Fail(f"--{what}: expected MODULE:CALLABLE, got {spec!r}")
+    try:
+        if mod_name.endswith(".py") or os.sep in mod_name:
+            path = os.path.abspath(mod_name)
+            if not os.path.isfile(path):
+                raise Fail(f"--{what}: {mod_name}: no such file")
+            name = "_dump_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
+            # its folder first on sys.path, so that it can import its siblings
+            if os.path.dirname(path) not in sys.path:
+                sys.path.insert(0, os.path.dirname(path))
+            if name in sys.modules:
+                mod = sys.modules[name]
+            else:
+                sp = importlib.util.spec_from_file_location(name, path)
+                mod = importlib.util.module_from_spec(sp)
+                sys.modules[name] = mod
+                sp.loader.exec_module(mod)
+        else:
+            if "" not in sys.path and os.getcwd() not in sys.path:
+                sys.path.insert(0, os.getcwd())
+            mod = importlib.import_module(mod_name)
+    except Fail:
+        raise
+    except BaseException as e:  # noqa: B902 - a failing import can raise anything
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        raise Fail(f"--{what}: cannot import {mod_name}: {type(e).__name__}: {one_line(e)}")
+    obj = mod
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise Fail(f"--{what}: {mod_name} has no {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise Fail(f"--{what}: {spec} is not callable")
+    return obj, mod
+
+
+def one_line(e):
+    """The informative line of an exception's message: the first, or for
+    TorchScript's multi-line tracebacks the last that names an error."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    if not lines:
+        return type(e).__name__
+    if len(lines) > 1 and "TorchScript" in lines[0]:
+        named = [ln for ln in lines if re.match(r"^[A-Za-z_.]*(Error|Exception):", ln)]
+        return named[-1] if named else lines[-1]
+    return lines[0]
+
+
+def accepts(fn, name):
+    """Whether fn names a parameter `name` (a **kwargs catch-all does not count)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    p = sig.parameters.get(name)
+    return p is not None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+
+
+def positional_count(fn):
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return 1
+    n = 0
+    for p in sig.parameters.values():
+        if p.kind == p.VAR_POSITIONAL:
+            return 99
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            n += 1
+    return n
+
+
+def is_torchscript_file(path):
+    """A torch.jit.save archive holds code/ (and constants.pkl); torch.save's
+    zip files hold only data.pkl and data/."""
+    if not zipfile.is_zipfile(path):
+        return False
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return False
+    return any("/code/" in n or n.endswith("/bytecode.pkl") or n.endswith("/constants.pkl")
+               for n in names)
+
+
+def build_model(a, log, torch):
+    """(model, scripted?, module of the --model callable or None)."""
+    if a.checkpoint and not os.path.isfile(a.checkpoint):
+        raise Fail(f"--checkpoint: {a.checkpoint}: no such file")
+    if a.checkpoint and is_torchscript_file(a.checkpoint):
+        if a.model:
+            raise Fail(f"--checkpoint: {a.checkpoint} is a TorchScript file, the model by itself: "
+                       "leave out --model")
+        log.progress(f"loading TorchScript {a.checkpoint}")
+        try:
+            m = torch.jit.load(a.checkpoint, map_location=a.device)
+        except Exception as e:  # noqa: BLE001
+            raise Fail(f"--checkpoint: torch.jit.load({a.checkpoint}) failed: {one_line(e)} "
+                       "(a bytecode-only lite-interpreter file cannot be instrumented; "
+                       "re-export it with torch.jit.save)")
+        return m.eval(), True, None
+    if not a.model:
+        # a pickled whole module is also a model by itself
+        obj = torch_load(a.checkpoint, torch)
+        if isinstance(obj, torch.nn.Module):
+            return obj.to(a.device).eval(), False, None
+        raise Fail(f"--checkpoint: {a.checkpoint} holds weights, not a model: give --model")
+    ctor, mod = load_callable(a.model, "model")
+    kw = dict(a.model_args)
+    ckpt_to_ctor = bool(a.checkpoint) and accepts(ctor, "checkpoint") and "checkpoint" not in kw
+    if ckpt_to_ctor:
+        kw["checkpoint"] = a.checkpoint
+    log.progress(f"building {a.model}")
+    torch.manual_seed(a.seed)
+    try:
+        model = ctor(**kw)
+    except Exception as e:  # noqa: BLE001
+        raise Fail(f"--model: {a.model}({fmt_kw(kw)}) failed: {type(e).__name__}: {one_line(e)}")
+    if isinstance(model, torch.jit.ScriptModule):
+        if a.checkpoint and not ckpt_to_ctor:
+            raise Fail(f"--model: {a.model} returned a TorchScript module, which cannot load "
+                       "--checkpoint")
+        return model.eval(), True, mod
+    if not isinstance(model, torch.nn.Module):
+        raise Fail(f"--model: {a.model} returned a {type(model).__name__}, not a torch.nn.Module")
+    if a.checkpoint and not ckpt_to_ctor:
+        obj = torch_load(a.checkpoint, torch)
+        if isinstance(obj, torch.nn.Module):
+            obj = obj.state_dict()
+        sd = obj
+        if isinstance(obj, dict):
+            for key in ("state_dict", "model_state_dict", "model"):
+                if isinstance(obj.get(key), dict):
+                    sd = obj[key]
+                    break
+        if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
+            raise Fail(f"--checkpoint: {a.checkpoint}: not a state_dict (a dict of tensors, "
+                       "possibly under 'state_dict' or 'model')")
+        for prefix in ("_orig_mod.", "module."):
+            if sd and all(k.startswith(prefix) for k in sd):
+                sd = {k[len(prefix):]: v for k, v in sd.items()}
+        try:
+            model.load_state_dict(sd, strict=True)
+        except RuntimeError as e:
+            want = set(model.state_dict())
+            missing, extra = sorted(want - set(sd)), sorted(set(sd) - want)
+            raise Fail(f"--checkpoint: does not fit {a.model}: {len(missing)} missing keys "
+                       f"{missing[:3]}, {len(extra)} unexpected {extra[:3]}"
+                       if missing or extra else f"--checkpoint: {one_line(e)}")
+    return model.to(a.device).eval(), False, mod
+
+
+def fmt_kw(kw):
+    return ", ".join(f"{k}={v!r}" for k, v in kw.items())
+
+
+def torch_load(path, torch):
+    try:
+        return torch.load(path, map_location="cpu")
+    except Exception as e:  # noqa: BLE001
+        raise Fail(f"--checkpoint: torch.load({path}) failed: {one_line(e)}")
+
+
+def build_inputs(a, model, model_mod, log, torch):
+    """(args tuple, kwargs dict, description)."""
+    torch.manual_seed(a.seed)
+    if a.input_shape:
+        g = torch.Generator().manual_seed(a.seed)
+        if a.input_vocab:
+            x = torch.randint(0, a.input_vocab, a.input_shape, generator=g)
+            desc = f"random token ids {a.input_shape} < {a.input_vocab} (seed {a.seed})"
+        else:
+            x = torch.randn(a.input_shape, generator=g)
+            desc = f"random normal {a.input_shape} (seed {a.seed})"
+        return (x.to(a.device),), {}, desc
+    method = False
+    if a.inputs:
+        fn, _ = load_callable(a.inputs, "inputs")
+        desc = a.inputs
+    elif hasattr(model, "example_inputs") and callable(model.example_inputs) \
+            and not isinstance(model, torch.jit.ScriptModule):
+        fn, desc, method = model.example_inputs, "model.example_inputs", True
+    elif model_mod is not None and callable(getattr(model_mod, "example_inputs", None)):
+        fn, desc = model_mod.example_inputs, "example_inputs"
+    else:
+        raise Fail("no inputs: give --inputs MODULE:CALLABLE or --input-shape (the model has no "
+                   "example_inputs)")
+    kw = dict(a.inputs_args)
+    desc += f"({fmt_kw(kw)})"
+    if not method and accepts(fn, "model") and "model" not in kw:
+        kw["model"] = model
+    log.progress(f"building inputs: {desc}")
+    try:
+        x = fn(**kw)
+    except Exception as e:  # noqa: BLE001
+        raise Fail(f"inputs: {desc} failed: {type(e).__name__}: {one_line(e)}")
+    if isinstance(x, torch.Tensor):
+        args, kwargs = (x,), {}
+    elif isinstance(x, (tuple, list)):
+        args, kwargs = tuple(x), {}
+    elif isinstance(x, dict):
+        args, kwargs = (), dict(x)
+    else:
+        raise Fail(f"inputs: {desc} returned a {type(x).__name__}, expected a tensor, a tuple "
+                   "or a dict")
+    mv = lambda v: v.to(a.device) if isinstance(v, torch.Tensor) else v  # noqa: E731
+    return tuple(mv(v) for v in args), {k: mv(v) for k, v in kwargs.items()}, desc
+
+
+# ------------------------------------------------------------------ capture
+
+class Capture:
+    """What one norm module (or one graph layer_norm) gave."""
+
+    def __init__(self, name, cls, kind, kind_source, eps, eps_source):
+        self.name, self.cls = name, cls
+        self.kind, self.kind_source = kind, kind_source
+        self.eps, self.eps_source = eps, eps_source
+        self.d = None
+        self.xs, self.ys, self.gs = [], [], []
+        self.weight = self.bias = None
+        self.weight_offset = 0
+        self.rows = 0
+        self.call_rows = []  # rows captured per call, for the gradient slots
+        self.calls = 0
+        self.grad_calls = 0
+        self.check = None
+        self.warned = False
+
+    def full(self, limit):
+        return limit and self.rows >= limit
+
+
+def default_kind(name, cls, is_torch_ln, overrides):
+    for rx, kind in overrides:
+        if rx.search(name):
+            return kind, "--norm-kind"
+    if is_torch_ln:
+        return "layernorm", "class"
+    if "RMS" in cls.upper() or cls in KNOWN_RMS:
+        return "rmsnorm", "class name"
+    return "layernorm", "class name"
+
+
+def module_eps(m, kind):
+    for attr in EPS_ATTRS:
+        v = getattr(m, attr, None)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
+            return float(v), attr
+    return (1e-5 if kind == "layernorm" else 1e-6), "default"
+
+
+def module_param(m, attrs, d, torch):
+    for attr in attrs:
+        v = getattr(m, attr, None)
+        if isinstance(v, torch.Tensor) and v.is_floating_point() and v.numel() == d:
+            return v.detach().reshape(d).to("cpu", copy=True)
+    return None
+
+
+def select_modules(a, model, log, torch):
+    patterns = a.classes or DEFAULT_CLASSES
+    chosen = []
+    for name, m in model.named_modules():
+        cls = type(m).__name__
+        if not any(fnmatch.fnmatchcase(cls, p) for p in patterns):
+            continue
+        if a.match is not None and not a.match.search(name):
+            continue
+        if not name:
+            log.warn("the model itself matches; skipped")
+            continue
+        chosen.append((name, m))
+    if not chosen:
+        seen = sorted({type(m).__name__ for _, m in model.named_modules()
+                       if "norm" in type(m).__name__.lower()})
+        hint = f" (norm-like classes in the model: {', '.join(seen[:8])})" if seen else \
+            " (the model has no class with 'Norm' in its name)"
+        raise Fail("no module matches " + (f"--match {a.match.pattern!r} and " if a.match else "")
+                   + f"the classes {', '.join(patterns) if a.classes else '(default list)'}" + hint)
+    return chosen
+
+
+def norm_width(m, x, torch):
+    """d: the product of normalized_shape for nn.LayerNorm, else the last axis."""
+    if isinstance(m, torch.nn.LayerNorm):
+        return int(math.prod(m.normalized_shape))
+    return int(x.shape[-1])
+
+
+def run_hooked(a, model, args, kwargs, log, torch):
+    chosen = select_modules(a, model, log, torch)
+    caps = {}
+    handles = []
+    limit = a.tokens
+
+    for name, m in chosen:
+        cls = type(m).__name__
+        kind, ksrc = default_kind(name, cls, isinstance(m, torch.nn.LayerNorm), a.norm_kind)
+        eps, esrc = module_eps(m, kind)
+        cap = Capture(name, cls, kind, ksrc, eps, esrc)
+        caps[name] = cap
+
+        def hook(mod, inp, out, cap=cap):
+            cap.calls += 1
+            if cap.full(limit):
+                return
+            x = inp[0] if isinstance(inp, tuple) and inp else None
+            y = out[0] if isinstance(out, (tuple, list)) and out else out
+            if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+                if not cap.warned:
+                    cap.warned = True
+                    log.warn(f"{cap.name}: called without a tensor as first positional argument "
+                             "or output (forward hooks do not see keyword arguments); "
+                             "not captured")
+                return
+            d = norm_width(mod, x, torch)
+            if x.numel() == 0 or x.numel() % d or y.shape != x.shape or not x.is_floating_point():
+                cap.warned = True
+                log.warn(f"{cap.name}: input {tuple(x.shape)} / output {tuple(y.shape)} do not "
+                         f"split into rows of {d}; call {cap.calls} not captured")
+                return
+            if cap.d is None:
+                cap.d = d
+                cap.weight = module_param(mod, WEIGHT_ATTRS, d, torch)
+                cap.bias = module_param(mod, BIAS_ATTRS, d, torch)
+            elif cap.d != d:
+                log.warn(f"{cap.name}: width {d} differs from the first call's {cap.d}; "
+                         "call not captured")
+                return
+            n = x.numel() // d
+            take = n if not limit else min(n, limit - cap.rows)
+            cap.xs.append(x.detach().reshape(n, d)[:take].to("cpu", copy=True))
+            cap.ys.append(y.detach().reshape(n, d)[:take].to("cpu", copy=True))
+            cap.rows += take
+            if a.grad:
+                slot = len(cap.gs)
+                cap.gs.append(None)
+                cap.call_rows.append(take)
+                if y.requires_grad:
+                    def ghook(g, cap=cap, slot=slot, n=n, d=d, take=take):
+                        cap.gs[slot] = g.detach().reshape(n, d)[:take].to("cpu", copy=True)
+                        cap.grad_calls += 1
+                    y.register_hook(ghook)
+
+        handles.append(m.register_forward_hook(hook))
+    log.progress(f"hooked {len(caps)} modules; running the model")
+    t0 = time.time()
+    try:
+        if a.grad:
+            for p in model.parameters():
+                if p.is_floating_point():
+                    p.requires_grad_(True)
+            args = tuple(v.detach().requires_grad_(True) if isinstance(v, torch.Tensor)
+                         and v.is_floating_point() else v for v in args)
+            kwargs = {k: v.detach().requires_grad_(True) if isinstance(v, torch.Tensor)
+                      and v.is_floating_point() else v for k, v in kwargs.items()}
+            with torch.enable_grad():
+                out = model(*args, **kwargs)
+                loss = compute_loss(a, out, args, kwargs, torch)
+                log.progress(f"loss {loss.item():.6g}; backward")
+                loss.backward()
+        else:
+            with torch.no_grad():
+                model(*args, **kwargs)
+    except Fail:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise Fail(f"the model failed: {type(e).__name__}: {one_line(e)}", 1)
+    finally:
+        for h in handles:
+            h.remove()
+    log.progress(f"forward{' + backward' if a.grad else ''} took {time.time() - t0:.2f} s")
+    return [caps[n] for n, _ in chosen]
+
+
+def model_output_tensor(out, torch):
+    if isinstance(out, torch.Tensor):
+        return out
+    if isinstance(out, dict) or hasattr(out, "keys"):
+        for key in ("logits", "last_hidden_state", "prediction_logits", "out", "output"):
+            try:
+                v = out[key]
+            except (KeyError, TypeError, IndexError):
+                continue
+            if isinstance(v, torch.Tensor):
+                return v
+        for v in out.values():
+            if isinstance(v, torch.Tensor) and v.is_floating_point():
+                return v
+    if isinstance(out, (tuple, list)):
+        for v in out:
+            if isinstance(v, torch.Tensor) and v.is_floating_point():
+                return v
+    raise Fail(f"--grad: cannot find a floating-point tensor in the model's output "
+               f"({type(out).__name__}); give --loss", 1)
+
+
+def compute_loss(a, out, args, kwargs, torch):
+    if a.loss:
+        fn, _ = load_callable(a.loss, "loss")
+        inputs = args[0] if len(args) == 1 and not kwargs else (kwargs if not args else args)
+        try:
+            loss = fn(out, inputs) if positional_count(fn) >= 2 else fn(out)
+        except Exception as e:  # noqa: BLE001
+            raise Fail(f"--loss: {a.loss} failed: {type(e).__name__}: {one_line(e)}", 1)
+    else:
+        loss = model_output_tensor(out, torch).float().pow(2).sum()
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        raise Fail("--loss: expected a scalar tensor", 1)
+    if not loss.requires_grad:
+        raise Fail("--grad: the loss does not depend on anything that requires a gradient", 1)
+    return loss.reshape(())
+
+
+# ----------------------------------------------------------- TorchScript graph
+
+def attr_path(v, self_value):
+    """The attribute path of a prim::GetAttr chain from self, or None."""
+    parts = []
+    while v.node().kind() == "prim::GetAttr":
+        parts.append(v.node().s("name"))
+        v = v.node().input()
+    if v is self_value or (v.debugName() == self_value.debugName()):
+        return ".".join(reversed(parts))
+    return None
+
+
+def run_scripted(a, sm, args, kwargs, log, torch):
+    if kwargs:
+        raise Fail("a TorchScript model takes positional inputs only; the inputs are a dict")
+    if a.classes:
+        log.warn("--class does not apply to a TorchScript model: every aten::layer_norm is taken")
+    g = sm.inlined_graph.copy() if hasattr(sm, "inlined_graph") else sm.forward.graph.copy()
+    self_value = next(iter(g.inputs()))
+    top = [n for n in g.nodes() if n.kind() == "aten::layer_norm"]
+    nested = len(g.findAllNodes("aten::layer_norm", True)) - len(top)
+    if nested:
+        log.warn(f"{nested} layer_norm calls inside loops or branches of the graph cannot be "
+                 "captured")
+    layers = []
+    for k, n in enumerate(top):
+        ins = list(n.inputs())
+        wname = None
+        for v in ins[2:4]:
+            if v.node().kind() == "prim::GetAttr":
+                p = attr_path(v, self_value)
+                if p and "." in p:
+                    wname = p.rsplit(".", 1)[0]
+                    break
+        name = wname or f"ln{k:02d}"
+        eps_node = ins[4].node()
+        eps = ins[4].toIValue() if eps_node.kind() == "prim::Constant" else None
+        layers.append((name, n, ins, eps))
+    if a.match is not None:
+        layers = [t for t in layers if a.match.search(t[0])]
+    if not layers:
+        raise Fail("no aten::layer_norm in the TorchScript graph" +
+                   (f" matches --match {a.match.pattern!r}" if a.match else "") +
+                   " (RMSNorm written as tensor operations cannot be found in a graph)")
+    base = len(list(g.outputs()))
+    for _, n, ins, eps in layers:
+        g.registerOutput(ins[0])
+        g.registerOutput(n.output())
+        g.registerOutput(ins[2])
+        g.registerOutput(ins[3])
+        g.registerOutput(ins[4])
+    g.makeMultiOutputIntoTuple()
+    fn = torch._C._create_function_from_graph("normcmp_dump_forward", g)
+    log.progress(f"instrumented {len(layers)} layer_norm nodes of the TorchScript graph; running")
+    t0 = time.time()
+    try:
+        if a.grad:
+            args = tuple(v.detach().requires_grad_(True) if isinstance(v, torch.Tensor)
+                         and v.is_floating_point() else v for v in args)
+            with torch.enable_grad():
+                res = fn(sm._c, *args)
+        else:
+            with torch.no_grad():
+                res = fn(sm._c, *args)
+    except Exception as e:  # noqa: BLE001
+        raise Fail(f"the model failed: {type(e).__name__}: {one_line(e)}", 1)
+    res = list(res)
+    orig = res[0] if base == 1 else tuple(res[:base])
+    caps, byname = [], {}
+    outs = []
+    for i, (name, n, ins, eps) in enumerate(layers):
+        x, y, w, b, e = res[base + 5 * i: base + 5 * i + 5]
+        cap = byname.get(name)
+        if cap is None:
+            kind, ksrc = default_kind(name, "aten::layer_norm", True, a.norm_kind)
+            cap = Capture(name, "aten::layer_norm", kind, ksrc, float(e),
+                          "graph constant" if eps is not None else "graph value")
+            byname[name] = cap
+            caps.append(cap)
+        cap.calls += 1
+        d = int(w.numel()) if isinstance(w, torch.Tensor) else int(x.shape[-1])
+        if cap.d is None:
+            cap.d = d
+            cap.weight = w.detach().reshape(d).to("cpu", copy=True) if isinstance(w, torch.Tensor) else None
+            cap.bias = b.detach().reshape(d).to("cpu", copy=True) if isinstance(b, torch.Tensor) else None
+        if cap.full(a.tokens) or x.numel() % d:
+            continue
+        nrow = x.numel() // d
+        take = nrow if not a.tokens else min(nrow, a.tokens - cap.rows)
+        cap.xs.append(x.detach().reshape(nrow, d)[:take].to("cpu", copy=True))
+        cap.ys.append(y.detach().reshape(nrow, d)[:take].to("cpu", copy=True))
+        cap.rows += take
+        if a.grad:
+            cap.gs.append(None)
+            cap.call_rows.append(take)
+            outs.append((cap, len(cap.gs) - 1, y, nrow, d, take))
+    if a.grad:
+        need = [t for t in outs if t[2].requires_grad]
+        if not need:
+            raise Fail("--grad: no gradient reaches any layer_norm output of this TorchScript "
+                       "model (quantized or frozen operations have none)", 1)
+        loss = compute_loss(a, orig, args, {}, torch)
+        grads = torch.autograd.grad(loss, [t[2] for t in need], allow_unused=True)
+        for (cap, slot, _, nrow, d, take), gr in zip(need, grads):
+            if gr is not None:
+                cap.gs[slot] = gr.detach().reshape(nrow, d)[:take].to("cpu", copy=True)
+                cap.grad_calls += 1
+    log.progress(f"run took {time.time() - t0:.2f} s")
+    return caps
+
+
+# ------------------------------------------------------------------ checking
+
+def finish(caps, a, log, torch, np):
+    """Concatenates the calls, checks output == norm(input) * w + b (switching
+    the inferred kind or Gemma's (1 + w) when only that fits), and drops
+    modules that gave nothing."""
+    kept = []
+    for c in caps:
+        if not c.xs:
+            if not c.warned:
+                log.warn(f"{c.name}: " + ("never called" if not c.calls else "nothing captured")
+                         + "; left out")
+            continue
+        c.x = torch.cat(c.xs)
+        c.y = torch.cat(c.ys)
+        c.xs = c.ys = None
+        if a.grad:
+            if c.grad_calls == 0:
+                log.warn(f"{c.name}: no gradient reached its output; no grad_output")
+                c.g = None
+            else:
+                parts = [g if g is not None else torch.zeros(rows, c.d)
+                         for g, rows in zip(c.gs, c.call_rows)]
+                if any(g is None for g in c.gs):
+                    log.warn(f"{c.name}: some calls got no gradient; zeros there")
+                c.g = torch.cat(parts)
+        else:
+            c.g = None
+        c.gs = None
+        self_check(c, log, torch, np)
+        kept.append(c)
+    if not kept:
+        raise Fail("no hooked module captured anything (were they called with a tensor?)", 1)
+    return kept
+
+
+def recompute(x, kind, eps, w, b, np):
+    if kind == "layernorm":
+        mu = x.mean(axis=1, keepdims=True)
+        var = ((x - mu) ** 2).mean(axis=1, keepdims=True)
+        y = (x - mu) / np.sqrt(var + eps)
+    else:
+        y = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + eps)
+    if w is not None:
+        y = y * w
+    if b is not None and kind == "layernorm":
+        y = y + b
+    return y
+
+
+def self_check(c, log, torch, np):
+    x = c.x.double().numpy()
+    y = c.y.double().numpy()
+    ok = np.isfinite(x).all(axis=1) & np.isfinite(y).all(axis=1)
+    if not ok.any():
+        c.check = float("nan")
+        return
+    x, y = x[ok], y[ok]
+    w = c.weight.double().numpy() if c.weight is not None else None
+    b = c.bias.double().numpy() if c.bias is not None else None
+    # float32 outputs agree to ~1e-6 relative; half precision to ~1e-3
+    tol = (1e-3 if c.y.dtype in (torch.float32, torch.float64) else 3e-2) \
+        * max(1.0, float(np.abs(y).max()))
+
+    def diff(kind, wo):
+        return float(np.abs(recompute(x, kind, c.eps, wo, b, np) - y).max())
+
+    best = diff(c.kind, w)
+    if c.kind == "rmsnorm" and b is not None:
+        log.warn(f"{c.name}: an RMSNorm-like module with a bias; the bias is written but "
+                 "normcmp's RMSNorm has none")
+    if best > tol and c.kind_source != "--norm-kind":
+        other = "rmsnorm" if c.kind == "layernorm" else "layernorm"
+        d2 = diff(other, w)
+        if d2 <= tol:
+            log.warn(f"{c.name}: {c.cls} taken as {c.kind} from its {c.kind_source}, but its "
+                     f"output is {other} of its input; using {other} (override with --norm-kind)")
+            c.kind, c.kind_source, best = other, "output check", d2
+    if best > tol and w is not None:
+        d3 = diff(c.kind, 1 + w)
+        if d3 <= tol:
+            log.warn(f"{c.name}: the output is {c.kind} * (1 + weight) (Gemma style); "
+                     "writing 1 + weight as the weight")
+            c.weight = c.weight + 1
+            c.weight_offset = 1
+            best = d3
+    if best > tol:
+        log.warn(f"{c.name}: the output differs from {c.kind}(input) * weight + bias by up to "
+                 f"{best:.3g} (eps {c.eps:g}); normcmp's real_output_check will show it")
+    c.check = best
+
+
+
+# ------------------------------------------------------------------ writing
+
+def encode(t, dtype, torch, np):
+    """Little-endian bytes of a CPU tensor in the requested dtype."""
+    t = t.detach().contiguous()
+    if dtype == "f32":
+        return t.float().numpy().astype("<f4").tobytes(), "F32"
+    if dtype == "f16":
+        return t.float().numpy().astype("<f2").tobytes(), "F16"
+    bits = t.float().to(torch.bfloat16).view(torch.int16).numpy().astype("<i2")
+    return bits.tobytes(), "BF16"
+
+
+def write_safetensors(path, tensors, metadata):
+    """tensors: list of (name, shape, dtype string, bytes)."""
+    header, off = {}, 0
+    for name, shape, dt, data in tensors:
+        header[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + len(data)]}
+        off += len(data)
+    header["__metadata__"] = metadata
+    hj = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    hj += b" " * (-len(hj) % 8)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(struct.pack("<Q", len(hj)))
+            f.write(hj)
+            for _, _, _, data in tensors:
+                f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_config(path, out, name, caps):
+    folder = os.path.dirname(os.path.abspath(path))
+    rel = os.path.relpath(os.path.abspath(out), folder)
+    cfg = {"name": name, "layers": [
+        {"file": rel, "tensor": f"{c.name}.input", "norm": c.kind, "eps": c.eps}
+        for c in caps]}
+    os.makedirs(folder, exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(cfg, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    a = parse_args(argv)
+    log = Log(a.quiet)
+    try:
+        import numpy as np
+        import torch
+    except ImportError as e:
+        raise Fail(f"needs PyTorch and NumPy ({one_line(e)}; Debian: scripts/deps.sh torch)")
+    t0 = time.time()
+    model, scripted, model_mod = build_model(a, log, torch)
+    args, kwargs, in_desc = build_inputs(a, model, model_mod, log, torch)
+    if scripted:
+        caps = run_scripted(a, model, args, kwargs, log, torch)
+    else:
+        caps = run_hooked(a, model, args, kwargs, log, torch)
+    caps = finish(caps, a, log, torch, np)
+
+    tensors = []
+    meta = {"format": "normcmp activation dump", "tool": TOOL,
+            "command": " ".join(shlex.quote(s) for s in [sys.argv[0]] + list(argv)),
+            "model": a.model or a.checkpoint, "inputs": in_desc,
+            "torch": torch.__version__, "dtype": a.dtype, "tokens_limit": str(a.tokens),
+            "modules": json.dumps([c.name for c in caps])}
+    if a.model_args:
+        meta["model_args"] = json.dumps(a.model_args)
+    if a.checkpoint:
+        meta["checkpoint"] = a.checkpoint
+    if a.grad:
+        meta["loss"] = a.loss or "sum of squares of the model output"
+    if scripted:
+        meta["capture"] = "TorchScript graph outputs (aten::layer_norm)"
+    else:
+        meta["capture"] = "forward hooks"
+    for c in caps:
+        parts = [("input", c.x), ("output", c.y)]
+        if c.weight is not None:
+            parts.append(("weight", c.weight))
+        if c.bias is not None:
+            parts.append(("bias", c.bias))
+        if c.g is not None:
+            parts.append(("grad_output", c.g))
+        for suffix, t in parts:
+            data, dt = encode(t, a.dtype, torch, np)
+            tensors.append((f"{c.name}.{suffix}", tuple(t.shape), dt, data))
+        meta[f"{c.name}.class"] = c.cls
+        meta[f"{c.name}.norm"] = c.kind
+        meta[f"{c.name}.norm_source"] = c.kind_source
+        meta[f"{c.name}.eps"] = repr(c.eps)
+        meta[f"{c.name}.eps_source"] = c.eps_source
+        meta[f"{c.name}.calls"] = str(c.calls)
+        meta[f"{c.name}.source_dtype"] = str(c.y.dtype).replace("torch.", "")
+        meta[f"{c.name}.check_max_abs_diff"] = f"{c.check:.3g}"
+        if c.weight_offset:
+            meta[f"{c.name}.weight_offset"] = "1 (the module multiplies by 1 + weight)"
+    write_safetensors(a.out, tensors, meta)
+    if a.config:
+        write_config(a.config, a.out, a.name, caps)
+    rows = sorted({c.x.shape[0] for c in caps})
+    size = os.path.getsize(a.out)
+    print(f"wrote {a.out}: {len(caps)} modules, {'/'.join(map(str, rows))} tokens each, "
+          f"{size / 1e6:.2f} MB" + (f"; config {a.config}" if a.config else "")
+          + f" ({time.time() - t0:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Fail as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        sys.exit(e.code)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        sys.exit(130)
