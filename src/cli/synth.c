@@ -43,14 +43,16 @@ static const char help[] =
     "      --scale-median X    override the preset: median per-token scale\n"
     "      --scale-spread X    override: sigma of the per-token log scale\n"
     "      --outliers K        override: outlier channels\n"
-    "      --outlier-mag M     override: their magnitude, in token scales\n"
+    "      --outlier-mag M     override: their median magnitude, in token scales (the\n"
+    "                          presets scale theirs by sqrt(dim/256))\n"
+    "      --outlier-spread S  override: sigma of the per-token log outlier magnitude\n"
     "      --nu NU             override: Student-t degrees of freedom (> 2)\n"
     "      --offset-std X      override: per-token mean offset\n"
     "  -h, --help              this help\n";
 
 enum {
     OPT_TOKENS = 256, OPT_DIM, OPT_SEED, OPT_DTYPE, OPT_AFFINE, OPT_SMED, OPT_SSPREAD,
-    OPT_OUTLIERS, OPT_OMAG, OPT_NU, OPT_OFFSET,
+    OPT_OUTLIERS, OPT_OMAG, OPT_OSPREAD, OPT_NU, OPT_OFFSET,
 };
 
 /* The bytes of n float values as dtype dt (owned by the caller). */
@@ -124,6 +126,7 @@ int cli_synth(int argc, char **argv)
         {"scale-spread", required_argument, NULL, OPT_SSPREAD},
         {"outliers", required_argument, NULL, OPT_OUTLIERS},
         {"outlier-mag", required_argument, NULL, OPT_OMAG},
+        {"outlier-spread", required_argument, NULL, OPT_OSPREAD},
         {"nu", required_argument, NULL, OPT_NU},
         {"offset-std", required_argument, NULL, OPT_OFFSET},
         {"help", no_argument, NULL, 'h'},
@@ -133,7 +136,7 @@ int cli_synth(int argc, char **argv)
     const char *out = NULL, *preset = "late";
     uint64_t tokens = 0, dim = 0, seed = 1, outliers = 0;
     bool has_outliers = false, affine = false;
-    double smed = NAN, sspread = NAN, omag = NAN, nu = NAN, offset = NAN, eps = -1;
+    double smed = NAN, sspread = NAN, omag = NAN, ospread = NAN, nu = NAN, offset = NAN, eps = -1;
     nc_dtype dt = NC_F32;
     nc_norm_kind norm = NC_LAYERNORM;
     int c;
@@ -162,15 +165,18 @@ int cli_synth(int argc, char **argv)
                                        optarg);
             break;
         case 'e': rc = nc_parse_double(optarg, "--eps", 0, 1, &eps, &err); break;
-        case OPT_SMED: rc = nc_parse_double(optarg, "--scale-median", 1e-30, 1e30, &smed, &err); break;
+        case OPT_SMED: rc = nc_parse_double(optarg, "--scale-median", 1e-6, 1e6, &smed, &err); break;
         case OPT_SSPREAD: rc = nc_parse_double(optarg, "--scale-spread", 0, 2, &sspread, &err); break;
         case OPT_OUTLIERS:
             rc = nc_parse_u64(optarg, "--outliers", 0, 1000000, &outliers, &err);
             has_outliers = true;
             break;
-        case OPT_OMAG: rc = nc_parse_double(optarg, "--outlier-mag", 0, 1e6, &omag, &err); break;
+        case OPT_OMAG: rc = nc_parse_double(optarg, "--outlier-mag", 0, 1e3, &omag, &err); break;
+        case OPT_OSPREAD:
+            rc = nc_parse_double(optarg, "--outlier-spread", 0, 2, &ospread, &err);
+            break;
         case OPT_NU: rc = nc_parse_double(optarg, "--nu", 2.0000001, 1e300, &nu, &err); break;
-        case OPT_OFFSET: rc = nc_parse_double(optarg, "--offset-std", 0, 1e6, &offset, &err); break;
+        case OPT_OFFSET: rc = nc_parse_double(optarg, "--offset-std", 0, 1e3, &offset, &err); break;
         case 'h':
             fputs(help, stdout);
             return cli_finish_stdout(0);
@@ -233,6 +239,7 @@ int cli_synth(int argc, char **argv)
             if (!isnan(sspread)) p.scale_spread = sspread;
             if (has_outliers) p.outliers = (size_t)outliers;
             if (!isnan(omag)) p.outlier_mag = omag;
+            if (!isnan(ospread)) p.outlier_spread = ospread;
             if (!isnan(nu)) p.nu = nu;
             if (!isnan(offset)) p.offset_std = offset;
         }
