@@ -41,13 +41,23 @@ ifneq ($(filter-out $(NOCONFIG_GOALS),$(or $(MAKECMDGOALS),all)),)
 include $(BUILD)/config.mk
 endif
 
+# OpenBLAS: Debian's serial build (libopenblas-serial-dev). The default
+# pthread build starts a thread pool when it is loaded, which normcmp does
+# not use (its dense products are small and run in its own threads) and
+# which hangs at exit when memory runs out. The serial build has the same
+# soname as the others; an rpath makes the loader pick it over the
+# alternatives link.
+MULTIARCH   := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+BLAS_SERIAL := /usr/lib/$(MULTIARCH)/openblas-serial
+PKGENV      := PKG_CONFIG_PATH=$(BLAS_SERIAL)/pkgconfig
+
 # pkg-config flags, computed once per build folder; installs what is missing.
 $(BUILD)/config.mk: scripts/deps.sh
 	@mkdir -p $(BUILD)
-	@pkg-config --exists $(PKGS) 2>/dev/null || scripts/deps.sh build
-	@pkg-config --exists $(PKGS) || { echo "normcmp: pkg-config cannot find $(PKGS); run scripts/deps.sh build" >&2; exit 1; }
-	@{ echo "PKG_CFLAGS := $$(pkg-config --cflags $(PKGS))"; \
-	   echo "PKG_LIBS := $$(pkg-config --libs $(PKGS)) -lm"; } > $@.tmp && mv $@.tmp $@
+	@{ $(PKGENV) pkg-config --exists $(PKGS) && [ -d $(BLAS_SERIAL) ]; } 2>/dev/null || scripts/deps.sh build
+	@$(PKGENV) pkg-config --exists $(PKGS) || { echo "normcmp: pkg-config cannot find $(PKGS); run scripts/deps.sh build" >&2; exit 1; }
+	@{ echo "PKG_CFLAGS := $$($(PKGENV) pkg-config --cflags $(PKGS))"; \
+	   echo "PKG_LIBS := $$($(PKGENV) pkg-config --libs $(PKGS)) -Wl,-rpath,$(BLAS_SERIAL) -lm"; } > $@.tmp && mv $@.tmp $@
 
 LIB_SRC  := $(wildcard src/util/*.c src/io/*.c src/core/*.c src/analysis/*.c \
                        src/plot/*.c src/report/*.c)

@@ -2,7 +2,8 @@
 # Install the Debian packages normcmp needs, only those that are missing.
 #
 #   scripts/deps.sh build   compiler, pkg-config and the C libraries (libpng,
-#                           cJSON, OpenBLAS, cairo) plus the DejaVu font
+#                           cJSON, OpenBLAS (serial build), cairo) plus the
+#                           DejaVu font
 #   scripts/deps.sh test    build + NumPy/SciPy for the independent references,
 #                           PyTorch and Pillow for the activation dump script
 #   scripts/deps.sh fuzz    test + clang and its sanitizer/fuzzer runtime
@@ -13,7 +14,7 @@
 set -eu
 
 group=${1:-build}
-build="build-essential pkg-config libpng-dev libcjson-dev libopenblas-dev libcairo2-dev fonts-dejavu-core"
+build="build-essential pkg-config libpng-dev libcjson-dev libopenblas-serial-dev libcairo2-dev fonts-dejavu-core"
 test="$build python3 python3-numpy python3-scipy python3-torch python3-pil"
 case "$group" in
 build) pkgs=$build ;;

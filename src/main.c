@@ -1,10 +1,14 @@
 /*
  * main.c - normcmp: subcommand dispatch only.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "io/dump.h"
+#include "util/outfile.h"
 #include "util/version.h"
 
 static const char usage[] =
@@ -34,8 +38,68 @@ const char *__lsan_default_suppressions(void)
     return "leak:libfontconfig.so\n";
 }
 
+/* write(2) of a string, from a signal handler */
+static void say(const char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0) {
+        ssize_t w = write(STDERR_FILENO, s, n);
+        if (w <= 0)
+            return;
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+/* SIGBUS: a memory-mapped input shrank under us (truncated or rewritten by
+ * another process). Name it, remove our temporaries, exit 1. */
+static void on_sigbus(int sig, siginfo_t *info, void *ctx)
+{
+    (void)sig;
+    (void)ctx;
+    /* several worker threads may fault at once: one reports and exits */
+    static volatile int taken;
+    if (__atomic_exchange_n(&taken, 1, __ATOMIC_SEQ_CST))
+        for (;;)
+            pause();
+    const char *path = nc_dump_fault_path(info->si_addr);
+    say("normcmp: ");
+    say(path ? path : "an input file");
+    say(": input file shrank while being read (was it truncated or rewritten by another "
+        "process?)\n");
+    nc_outfile_unlink_all();
+    _exit(1);
+}
+
+/* SIGINT, SIGTERM, SIGHUP: remove our temporaries, then die of the signal. */
+static void on_interrupt(int sig)
+{
+    nc_outfile_unlink_all();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+    const int stops[3] = {SIGINT, SIGTERM, SIGHUP};
+    for (int k = 0; k < 3; k++) {
+        struct sigaction si;
+        memset(&si, 0, sizeof si);
+        si.sa_handler = on_interrupt;
+        sigemptyset(&si.sa_mask);
+        sigaction(stops[k], &si, NULL);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    install_handlers();
     static const struct {
         const char *name;
         int (*fn)(int, char **);

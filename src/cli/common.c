@@ -215,6 +215,8 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
     if (nc_mkdirs(cfg->output, &err) != 0)
         goto fail;
     created = !existed;
+    if (created)
+        nc_outfile_created_dir(cfg->output);
     progress = nc_progress_alloc(!quiet);
     if (nc_plan_run(plan, progress, &err) != 0)
         goto fail;
@@ -310,6 +312,7 @@ fail:
     if (created)
         rmdir(cfg->output); /* only if still empty: earlier results stay */
 out:
+    nc_outfile_created_dir(NULL);
     free(json);
     for (size_t k = 0; k < nfiles; k++)
         free(files[k]);

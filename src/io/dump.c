@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -18,6 +20,44 @@
 #include "util/sha256.h"
 
 enum kind { KIND_NPY, KIND_SAFETENSORS, KIND_MEMORY };
+
+/* Live mappings, for nc_dump_fault_path (a signal handler cannot take a
+ * lock or follow the dumps' lists). Written before being marked used. */
+#define MAPS_TRACKED 256
+static struct {
+    const unsigned char *start;
+    size_t len;
+    char path[1024];
+} maps[MAPS_TRACKED];
+static volatile sig_atomic_t maps_used[MAPS_TRACKED];
+
+static void map_track(const unsigned char *start, size_t len, const char *path)
+{
+    for (int k = 0; k < MAPS_TRACKED; k++)
+        if (!maps_used[k]) {
+            maps[k].start = start;
+            maps[k].len = len;
+            snprintf(maps[k].path, sizeof maps[k].path, "%s", path);
+            maps_used[k] = 1;
+            return;
+        }
+}
+
+static void map_untrack(const unsigned char *start)
+{
+    for (int k = 0; k < MAPS_TRACKED; k++)
+        if (maps_used[k] && maps[k].start == start)
+            maps_used[k] = 0;
+}
+
+const char *nc_dump_fault_path(const void *addr)
+{
+    const unsigned char *a = addr;
+    for (int k = 0; k < MAPS_TRACKED; k++)
+        if (maps_used[k] && a >= maps[k].start && a < maps[k].start + maps[k].len)
+            return maps[k].path;
+    return NULL;
+}
 
 struct nc_dump {
     enum kind kind;
@@ -108,6 +148,7 @@ int nc_dump_open(const char *path, nc_dump **out, nc_err *err)
         goto out;
     }
     dump->map = m;
+    map_track(dump->map, dump->len, path);
     madvise(m, dump->len, MADV_WILLNEED);
 
     static const unsigned char npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
@@ -188,8 +229,10 @@ void nc_dump_close(nc_dump *dump)
 {
     if (!dump)
         return;
-    if (dump->map)
+    if (dump->map) {
+        map_untrack(dump->map);
         munmap(dump->map, dump->len);
+    }
     nc_st_free(dump->st);
     free(dump->npy_name);
     for (size_t i = 0; i < dump->nmem; i++) {

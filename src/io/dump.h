@@ -55,4 +55,9 @@ bool nc_glob_match(const char *pattern, const char *name);
  * in-memory dump, of the tensors' bytes in order. */
 void nc_dump_sha256(nc_dump *dump, char hex[65]);
 
+/* The path of the mapped dump whose mapping contains addr, or NULL.
+ * Async-signal-safe (reads a fixed table): for the CLI's SIGBUS handler,
+ * which names the file that shrank while it was being read. */
+const char *nc_dump_fault_path(const void *addr);
+
 #endif

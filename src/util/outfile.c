@@ -4,6 +4,7 @@
 #include "util/outfile.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,56 @@ struct nc_outfile {
     FILE *fp;
     char *path; /* target */
     char *tmp;  /* temporary in the same directory */
+    int slot;   /* index in the table of temporaries, or -1 */
 };
+
+/* The temporaries that exist now, for nc_outfile_unlink_all. This is the
+ * one piece of mutable global state in the library: a signal handler has
+ * no other way to find them. Slots are claimed and released by the thread
+ * that writes output (the main thread); a slot's path is written before it
+ * is marked used, so a handler never sees half a path. */
+static char tracked[NC_OUTFILE_TRACKED][4096];
+static volatile sig_atomic_t tracked_used[NC_OUTFILE_TRACKED];
+
+static int track(const char *tmp)
+{
+    if (strlen(tmp) >= sizeof tracked[0])
+        return -1;
+    for (int k = 0; k < NC_OUTFILE_TRACKED; k++)
+        if (!tracked_used[k]) {
+            strcpy(tracked[k], tmp);
+            tracked_used[k] = 1;
+            return k;
+        }
+    return -1;
+}
+
+static void untrack(int slot)
+{
+    if (slot >= 0)
+        tracked_used[slot] = 0;
+}
+
+static char created_dir[4096];
+static volatile sig_atomic_t created_dir_set;
+
+void nc_outfile_created_dir(const char *dir)
+{
+    created_dir_set = 0;
+    if (dir && strlen(dir) < sizeof created_dir) {
+        strcpy(created_dir, dir);
+        created_dir_set = 1;
+    }
+}
+
+void nc_outfile_unlink_all(void)
+{
+    for (int k = 0; k < NC_OUTFILE_TRACKED; k++)
+        if (tracked_used[k])
+            unlink(tracked[k]);
+    if (created_dir_set)
+        rmdir(created_dir); /* fails, harmlessly, unless empty */
+}
 
 int nc_outfile_open(const char *path, nc_outfile **out, nc_err *err)
 {
@@ -54,6 +104,7 @@ int nc_outfile_open(const char *path, nc_outfile **out, nc_err *err)
     }
     f->path = dup;
     f->tmp = tmp;
+    f->slot = track(tmp);
     *out = f;
     return 0;
 }
@@ -73,6 +124,7 @@ nc_sink nc_outfile_sink(nc_outfile *f)
 
 static void release(nc_outfile *f)
 {
+    untrack(f->slot);
     free(f->path);
     free(f->tmp);
     free(f);

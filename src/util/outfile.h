@@ -48,6 +48,18 @@ int nc_outset_commit(nc_outset *set, nc_err *err);
 /* Removes every temporary and frees set. Accepts NULL. */
 void nc_outset_abort(nc_outset *set);
 
+/* Removes every temporary still open (async-signal-safe: only unlink(2)
+ * on paths kept in a fixed table). For the CLI's handlers of SIGBUS,
+ * SIGINT and SIGTERM, so that no half-written file survives a fault or an
+ * interrupt. At most NC_OUTFILE_TRACKED temporaries are tracked at once;
+ * more still work, untracked. */
+#define NC_OUTFILE_TRACKED 64
+void nc_outfile_unlink_all(void);
+
+/* Remembers dir as created by this run: nc_outfile_unlink_all then also
+ * removes it if it is empty (rmdir). NULL forgets it. */
+void nc_outfile_created_dir(const char *dir);
+
 /* Creates dir and its missing parents (mode 0777 & ~umask) and checks that
  * files can be created in it. Errors name dir and say what failed. */
 int nc_mkdirs(const char *dir, nc_err *err);

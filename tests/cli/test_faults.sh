@@ -1,0 +1,97 @@
+# test_faults.sh - resource faults: an output folder on a full or read-only
+# file system, an input truncated while it is being read, an allocation
+# failing under an address-space limit. Each gives one clear line, exit
+# status 1, no partial report or figure, and earlier results untouched.
+#
+# The file-system cases mount a small tmpfs in a private mount namespace
+# (unshare -m), which needs root; the address-space case is skipped in
+# sanitizer builds (ASan reserves terabytes of address space).
+. tests/cli/lib.sh
+
+good="$PWD/data/vit4mnist/ln00_input.npy"
+
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null 2>&1; then
+    # --- a full file system: the report does not fit, the old one stays
+    cat >"$T/full.sh" <<EOS
+set -e
+mount -t tmpfs -o size=8k tmpfs "$T/mnt"
+printf 'old results\n' >"$T/mnt/report.json"
+"$NC" fit "$good" --out "$T/mnt" --quiet >/dev/null && st=0 || st=\$?
+echo "status \$st"
+cat "$T/mnt/report.json"
+ls -a "$T/mnt"
+EOS
+    mkdir -p "$T/mnt"
+    run unshare -m sh "$T/full.sh"
+    expect_out_has "status 1"
+    expect_out_has "old results"
+    expect_err_has "normcmp: $T/mnt/report.json: write failed: No space left on device"
+    if [ "$(grep -c '\.tmp\.' "$T/.out")" -eq 0 ]; then _ok; else _bad "temporaries left on the full file system"; fi
+
+    # --- a read-only file system
+    cat >"$T/ro.sh" <<EOS
+set -e
+mount -t tmpfs -o size=1m tmpfs "$T/mnt"
+printf 'old results\n' >"$T/mnt/report.json"
+mount -o remount,ro "$T/mnt"
+"$NC" fit "$good" --out "$T/mnt" --quiet >/dev/null && st=0 || st=\$?
+echo "status \$st"
+cat "$T/mnt/report.json"
+EOS
+    run unshare -m sh "$T/ro.sh"
+    expect_out_has "status 1"
+    expect_out_has "old results"
+    expect_err "normcmp: $T/mnt: output folder is not writable: Read-only file system"
+else
+    echo "test_faults: not root: the full and read-only file system cases need a tmpfs mount" >&2
+fi
+
+# --- an input truncated while it is being read: the mapping raises SIGBUS,
+# which names the file. The truncation must land while the passes run (the
+# run takes about a second): try a few delays until one does.
+run "$NC" synth -o "$T/big.npy" --preset late --tokens 2048 --dim 4096 --seed 5
+expect_status 0
+seen=0
+for delay in 0.3 0.15 0.6 0.05 1.0; do
+    cp "$T/big.npy" "$T/shrink.npy"
+    "$NC" fit "$T/shrink.npy" --out "$T/shrunk" --quiet >"$T/.out" 2>"$T/.err" &
+    pid=$!
+    sleep "$delay"
+    truncate -s 4096 "$T/shrink.npy"
+    wait "$pid"
+    _status=$?
+    _cmd="fit of a file truncated after ${delay}s"
+    if grep -q "shrank while being read" "$T/.err"; then
+        seen=1
+        break
+    fi
+done
+if [ "$seen" = 1 ]; then
+    expect_status 1
+    expect_err "normcmp: $T/shrink.npy: input file shrank while being read (was it truncated or rewritten by another process?)"
+    expect_no_file "$T/shrunk/report.json"
+    expect_no_file "$T/shrunk"
+else
+    _bad "no run saw the truncation while reading (last status $_status)"
+fi
+
+# --- out of memory: a limit below what the run needs
+case "$BUILD" in
+*san*) echo "test_faults: sanitizer build: address-space limits skipped" >&2 ;;
+*)
+    for kb in 60000 125000; do
+        _cmd="fit under ulimit -v $kb"
+        ( ulimit -v $kb; exec "$NC" fit "$T/big.npy" --out "$T/oom" --quiet ) >"$T/.out" 2>"$T/.err"
+        _status=$?
+        expect_status 1
+        if [ "$(wc -l <"$T/.err")" -eq 1 ] && grep -Eq "out of memory|Cannot allocate memory" "$T/.err"; then
+            _ok
+        else
+            _bad "expected one line about memory"
+        fi
+        expect_no_file "$T/oom"
+    done
+    ;;
+esac
+
+done_tests
