@@ -69,6 +69,20 @@ static void num(builder *b, cJSON *o, const char *key, double v)
     }
 }
 
+/* If o holds a null and no "status" yet, adds one saying why (every null
+ * in the report sits beside a status: STYLE.md section 6). */
+static void ensure_status(builder *b, cJSON *o, const char *reason)
+{
+    if (!o || cJSON_GetObjectItemCaseSensitive(o, "status"))
+        return;
+    for (const cJSON *c = o->child; c; c = c->next)
+        if (cJSON_IsNull(c)) {
+            if (!cJSON_AddStringToObject(o, "status", reason))
+                b->ok = false;
+            return;
+        }
+}
+
 static void str(builder *b, cJSON *o, const char *key, const char *s)
 {
     if (o && !cJSON_AddStringToObject(o, key, s ? s : ""))
@@ -229,6 +243,8 @@ static void add_stats(builder *b, cJSON *lo, const nc_layer_result *r)
     num(b, ts, "std", s->scale_std);
     num(b, ts, "min", s->scale_min);
     num(b, ts, "max", s->scale_max);
+    ensure_status(b, ts, "no token with an output: token scales undefined");
+    ensure_status(b, o, "undefined: no token with an output");
     cJSON *top = arr(b, o, "top_channels");
     for (size_t k = 0; top && k < s->ntop; k++) {
         cJSON *c = obj(b, top, NULL);
@@ -313,6 +329,7 @@ static void add_outlier_steps(builder *b, cJSON *lo, const nc_outlier_steps *os)
         boolean(b, fo, "converged", f[k]->converged);
     }
     num(b, o, "ratio_dyt_to_dyisru", os->ratio);
+    ensure_status(b, o, "a residual is zero or undefined");
 }
 
 static void add_summary(builder *b, cJSON *o, const char *key, const nc_jac_summary *s)
@@ -352,6 +369,8 @@ static void add_jacobian(builder *b, cJSON *lo, const nc_jac_result *j)
         num(b, so, "backprop_rel_err_median", s->backprop.median);
         if (j->has_real)
             num(b, so, "backprop_rel_err_real", s->backprop_real.mean);
+        ensure_status(b, so, "undefined where the exact Jacobian is zero (d = 1 LayerNorm, "
+                             "or constant outputs)");
     }
     cJSON *ode = obj(b, o, "ode_check");
     num(b, ode, "ode1_max_dev", j->ode.ode1_max_dev);
@@ -367,6 +386,8 @@ static void add_jacobian(builder *b, cJSON *lo, const nc_jac_result *j)
     num(b, o, "tokens_materialised", (double)j->tokens_materialised);
     num(b, o, "dense_max_rel_diff", j->dense_max_rel_diff);
     str(b, o, "dense_status", j->dense_status);
+    ensure_status(b, o, "ratios undefined: the exact Jacobian is zero (d = 1 LayerNorm, or "
+                        "constant outputs)");
     cJSON *t = obj(b, o, "timing");
     num(b, t, "analytic_s", j->time_analytic_s);
     num(b, t, "dense_s", j->time_dense_s);
@@ -405,6 +426,8 @@ static void add_sweep(builder *b, cJSON *sweeps, const nc_sweep_result *s)
     num_array(b, o, "jac_rmse_refit", s->jac_refit, s->n);
     num_array(b, o, "jac_rmse_fixed", s->jac_fixed, s->n);
     num(b, o, "time_s", s->time_s);
+    ensure_status(b, opt, "the smallest error is at an end of the grid: widen it");
+    ensure_status(b, o, "undefined values (no fit to compare with, or no data)");
 }
 
 static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
@@ -434,6 +457,7 @@ static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
     }
     num(b, fd, "y_mean", r->y_mean);
     num(b, fd, "y_sst", r->y_sst);
+    ensure_status(b, fd, "no usable token: nothing to fit");
     cJSON *fits = obj(b, lo, "fits");
     for (int k = 0; k < NC_FIT_COUNT; k++)
         if (r->fits[k].enabled)
