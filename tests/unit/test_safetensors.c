@@ -731,9 +731,10 @@ static void test_writer_utf8_names(void)
 {
     static const char *const good[] = {"caf\xc3\xa9", "\xe4\xb8\xad.norm", "\xf0\x9f\x98\x80",
                                        "\xef\xbf\xbd"};
+    static const uint64_t one[1] = {1}; /* outlives the loop, unlike a compound literal */
     nc_st_entry e[4];
     for (int i = 0; i < 4; i++)
-        e[i] = (nc_st_entry){good[i], NC_U8, 1, (const uint64_t[]){1}, "z"};
+        e[i] = (nc_st_entry){good[i], NC_U8, 1, one, "z"};
     nc_membuf mb = {0};
     nc_sink s = nc_membuf_sink(&mb);
     nc_err err = {0};
