@@ -54,6 +54,22 @@ static int add_input(nc_plan *plan, nc_dump *dump, const nc_tensor *t, const cha
     if (t->rank < 1)
         return nc_err_set(err, NC_EUNSUPPORTED, "%s: tensor '%s': a scalar is not supported as "
                           "%s (expected shape [..., d])", nc_dump_path(dump), t->name, role);
+    /* companions must fit the layer's input: output and gradient [N, d],
+     * weight and bias [d] */
+    const nc_tensor *x = layer < plan->nlayers ? plan->layers[layer].x : NULL;
+    if (x && t != x) {
+        bool per_token = strcmp(role, "output") == 0 || strcmp(role, "grad_output") == 0;
+        bool fits = per_token ? (t->N == x->N && t->d == x->d) : t->nelem == x->d;
+        if (!fits) {
+            char a[128], b[128];
+            nc_tensor_shape_str(t, a, sizeof a);
+            nc_tensor_shape_str(x, b, sizeof b);
+            return nc_err_set(err, NC_EINVAL, "%s: tensor '%s': %s of layer '%s' has shape %s, "
+                              "expected %s for its input of shape %s", nc_dump_path(dump),
+                              t->name, role, plan->layers[layer].name, a,
+                              per_token ? "the same tokens and channels" : "d values", b);
+        }
+    }
     nc_plan_input *g = realloc(plan->inputs, (plan->ninputs + 1) * sizeof *g);
     if (!g)
         return nc_err_set(err, NC_ENOMEM, "out of memory");
