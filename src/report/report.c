@@ -368,7 +368,7 @@ static void add_jacobian(builder *b, cJSON *lo, const nc_jac_result *j)
         num(b, so, "backprop_rel_err", s->backprop.mean);
         num(b, so, "backprop_rel_err_median", s->backprop.median);
         if (j->has_real)
-            num(b, so, "backprop_rel_err_real", s->backprop_real.mean);
+            add_summary(b, so, "backprop_rel_err_real", &s->backprop_real);
         ensure_status(b, so, "undefined where the exact Jacobian is zero (d = 1 LayerNorm, "
                              "or constant outputs)");
     }
@@ -385,6 +385,7 @@ static void add_jacobian(builder *b, cJSON *lo, const nc_jac_result *j)
     num(b, o, "tokens", (double)j->tokens);
     num(b, o, "tokens_materialised", (double)j->tokens_materialised);
     num(b, o, "dense_max_rel_diff", j->dense_max_rel_diff);
+    num(b, o, "dense_frob_max_rel_diff", j->dense_frob_max_rel_diff);
     str(b, o, "dense_status", j->dense_status);
     ensure_status(b, o, "ratios undefined: the exact Jacobian is zero (d = 1 LayerNorm, or "
                         "constant outputs)");
