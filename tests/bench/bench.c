@@ -8,7 +8,9 @@
  * SHA-256 of the file, the whole layer analysis with its stages (stats,
  * bins, fits, per-channel Newton, exact metrics) and its number of passes,
  * the Jacobian stage (analytic pass, dense OpenBLAS check, its GFLOP/s) and
- * OpenBLAS's own sgemm/dgemm rate on this machine. The machine is shared
+ * OpenBLAS's own sgemm/dgemm rate on this machine, and the time to render
+ * the layer's scatter figure with its fitted curves (the raster pass over
+ * all points, layout, drawing, PNG encoding). The machine is shared
  * and noisy: read ratios and medians, not single numbers.
  */
 #include <math.h>
@@ -16,10 +18,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "analysis/jacobian.h"
 #include "analysis/layer.h"
+#include "analysis/plan.h"
 #include "io/dump.h"
+#include "plot/figures.h"
+#include "report/config.h"
+#include "util/outfile.h"
 #include "util/sha256.h"
 
 static double now_s(void)
@@ -77,6 +84,13 @@ static double plain_read(const nc_tensor *t)
     return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
 }
 
+/* LeakSanitizer: fontconfig keeps its configuration for the process's life. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+    return "leak:libfontconfig.so\n";
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -107,6 +121,7 @@ int main(int argc, char **argv)
            chan = {"  per-channel DyT", .n = 0}, verify = {"  exact metrics", .n = 0};
     series jac = {"jacobian stage", .n = 0}, jan = {"  analytic pass", .n = 0},
            jde = {"  dense check", .n = 0}, jgf = {"  dense GFLOP/s", .n = 0};
+    series fig = {"scatter figure (PNG)", .n = 0};
     int passes = 0;
     volatile double sink = 0;
     for (int r = 0; r < reps; r++) {
@@ -153,6 +168,40 @@ int main(int argc, char **argv)
         nc_jac_result_free(&jr);
         nc_layer_result_free(&res);
     }
+
+    /* the scatter figure: a plan (fits, no Jacobian) then the figure alone */
+    char json[4096], dir[] = "/tmp/normcmp_bench_XXXXXX";
+    snprintf(json, sizeof json,
+             "{\"name\": \"bench\", \"jacobian\": {\"enabled\": false}, "
+             "\"layers\": [{\"file\": \"%s\", \"label\": \"bench\"}], "
+             "\"figures\": [{\"type\": \"scatter\"}]}", argv[1]);
+    nc_config *cfg;
+    nc_plan *plan;
+    if (!mkdtemp(dir) || nc_config_parse(json, strlen(json), "bench.json", &cfg, &err) != 0 ||
+        nc_plan_open(cfg, &plan, &err) != 0 || nc_plan_run(plan, NULL, &err) != 0) {
+        fprintf(stderr, "bench: %s\n", err.msg);
+        return 1;
+    }
+    for (int r = 0; r < reps; r++) {
+        nc_outset *set;
+        size_t nfiles = 0;
+        char *files[4];
+        if (nc_outset_alloc(dir, &set, &err) != 0)
+            return 1;
+        double t0 = now_s();
+        if (nc_figures_render(plan, cfg->figures, cfg->nfigures, "bench", 0, set, files, 4,
+                              &nfiles, &err) != 0) {
+            fprintf(stderr, "bench: %s\n", err.msg);
+            return 1;
+        }
+        add(&fig, now_s() - t0);
+        nc_outset_abort(set); /* nothing is kept */
+        for (size_t k = 0; k < nfiles; k++)
+            free(files[k]);
+    }
+    rmdir(dir);
+    nc_plan_close(plan);
+    nc_config_free(cfg);
     double ref = median(&read);
     printf("\n  %-26s %10s %10s %10s\n", "stage", "median s", "min s", "max s");
     print_row(&read, 0, "s");
@@ -169,6 +218,7 @@ int main(int argc, char **argv)
     print_row(&jan, ref, "s");
     print_row(&jde, ref, "s");
     print_row(&jgf, 0, "GFLOP/s");
+    print_row(&fig, ref, "s");
 
     double sg = 0, dg = 0, el;
     if (nc_jac_blas_rate(2048, true, 3, &sg, &el, &err) == 0 &&
