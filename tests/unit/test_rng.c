@@ -1,8 +1,12 @@
 /*
  * test_rng.c - core/rng: reference outputs of xoshiro256** and splitmix64,
- * the distributions' moments, nc_det_log / nc_det_exp against libm and
- * against pinned bit patterns, and golden checksums that pin the exact bits
- * of the variates (bit-identity across machines, rng.h).
+ * the distributions' moments, the ziggurat of nc_rng_normals (its tables
+ * against their defining areas, 2 * 10^7 values against the exact normal
+ * CDF in 162 bins, in the 512 strips of its regions and in the far tail,
+ * and its tail and wedge steps on their own, by forcing the first word),
+ * nc_det_log / nc_det_exp against libm and against pinned bit patterns,
+ * and golden checksums that pin the exact bits of the variates
+ * (bit-identity across machines, rng.h).
  *
  * Statistical checks use fixed seeds, so they are deterministic; each
  * tolerance is stated as about 5 standard errors of the estimate, so a
@@ -282,6 +286,323 @@ static void test_student_t(void)
     CHECK(isnan(nc_rng_student_t(&a, NAN)));
 }
 
+/* ---- nc_rng_normals (the ziggurat) -------------------------------------------- */
+
+/* P(a <= z < b) for a standard normal z and 0 <= a <= b (b may be inf),
+ * from libm's erfc (within an ulp or two: far below the statistical
+ * tolerances below). */
+static double normal_prob(double a, double b)
+{
+    return 0.5 * (erfc(a / M_SQRT2) - erfc(b / M_SQRT2));
+}
+
+/* The tables describe 256 regions of one area v covering exp(-x^2/2):
+ * rectangle i (1..255) of width X[i] between heights F[i] and F[i+1], the
+ * base strip the rectangle R x f(R) plus the tail, whose area
+ * sqrt(pi/2) erfc(R / sqrt 2) is computed here with libm. */
+static void test_zig_tables(void)
+{
+    const double *X, *F;
+    double v;
+    nc_rng_zig_tables(&X, &F, &v);
+    CHECK_REL(3.6541528853610088, X[1], 1e-16);
+    CHECK_REL(0.0049286732339746553, v, 1e-16);
+    CHECK(X[0] > X[1] && X[NC_RNG_ZIG_LAYERS] == 0.0);
+    CHECK(F[0] == 0.0 && F[NC_RNG_ZIG_LAYERS] == 1.0);
+    int decreasing = 1;
+    double worst = 0.0;
+    for (int i = 1; i < NC_RNG_ZIG_LAYERS; i++) {
+        decreasing &= X[i + 1] < X[i] && F[i + 1] > F[i];
+        worst = fmax(worst, fabs(X[i] * (F[i + 1] - F[i]) / v - 1.0));
+        /* F is the density at X */
+        CHECK_REL(exp(-0.5 * X[i] * X[i]), F[i], 4e-16);
+    }
+    CHECK(decreasing);
+    /* measured 5e-14 (the top rectangle, through 255 steps of recursion) */
+    CHECK_ABS(0.0, worst, 1e-12);
+    double tail = sqrt(M_PI / 2.0) * erfc(X[1] / M_SQRT2);
+    CHECK_REL(v, X[1] * F[1] + tail, 1e-14);
+    CHECK_REL(v, X[0] * F[1], 1e-15); /* the base strip's virtual width */
+    /* 256 v = the area of the ziggurat, a little above sqrt(pi / 2) */
+    CHECK(256.0 * v > sqrt(M_PI / 2.0) && 256.0 * v < 1.01 * sqrt(M_PI / 2.0));
+}
+
+/* Counts of draws, in chunks of NSAMP values through `samples`. */
+typedef struct zig_counts {
+    long n, neg, inside1;     /* all, negative, |z| < 1 */
+    /* |z| in [X[i+1], X[i]) (i >= 1) or >= R (i = 0), positive then negative */
+    long region[2 * NC_RNG_ZIG_LAYERS];
+    long bin[162];            /* z in [-4 + 0.05 (k - 1), -4 + 0.05 k), bin 0 and 161 the tails */
+    long beyond[4];           /* |z| > 4, 4.5, 5, 5.5 */
+    double tail_sum;          /* sum of |z| - R over |z| >= R */
+    long tail_n;
+    double sum, sum2, sum4, lag1; /* z, z^2, z^4, z_k z_{k+1} */
+} zig_counts;
+
+static zig_counts zc;
+
+static void count_normals(uint64_t seed, long chunks)
+{
+    const double *X, *F;
+    double v;
+    nc_rng_zig_tables(&X, &F, &v);
+    memset(&zc, 0, sizeof zc);
+    nc_rng r;
+    nc_rng_seed(&r, seed, 0);
+    static const double lim[4] = {4.0, 4.5, 5.0, 5.5};
+    double prev = 0.0;
+    for (long c = 0; c < chunks; c++) {
+        nc_rng_normals(&r, samples, NSAMP);
+        for (long j = 0; j < NSAMP; j++) {
+            double z = samples[j], a = fabs(z);
+            zc.n++;
+            zc.neg += z < 0;
+            zc.inside1 += a < 1.0;
+            zc.sum += z;
+            zc.sum2 += z * z;
+            zc.sum4 += z * z * z * z;
+            zc.lag1 += z * prev;
+            prev = z;
+            /* the region below a, by bisection over the decreasing X[1..256] */
+            int lo = 1, hi = NC_RNG_ZIG_LAYERS; /* X[lo] > a >= X[hi] unless a >= R */
+            int reg = 0;
+            if (a < X[1]) {
+                while (hi - lo > 1) {
+                    int mid = (lo + hi) / 2;
+                    if (a < X[mid])
+                        lo = mid;
+                    else
+                        hi = mid;
+                }
+                reg = lo;
+            } else {
+                zc.tail_sum += a - X[1];
+                zc.tail_n++;
+            }
+            zc.region[reg + (z < 0 ? NC_RNG_ZIG_LAYERS : 0)]++;
+            double pos = floor((z + 4.0) / 0.05);
+            int k = pos < 0 ? 0 : pos >= 160 ? 161 : (int)pos + 1;
+            zc.bin[k]++;
+            for (int q = 0; q < 4; q++)
+                zc.beyond[q] += a > lim[q];
+        }
+    }
+}
+
+/* Pearson's chi-square of observed counts against probabilities p[]; the
+ * test accepts within 5 sd of its mean (dof = cells - 1, sd sqrt(2 dof)). */
+static void check_chi2(const long *obs, const double *p, int cells, long n)
+{
+    double chi2 = 0.0, psum = 0.0;
+    for (int k = 0; k < cells; k++) {
+        double e = p[k] * (double)n;
+        chi2 += ((double)obs[k] - e) * ((double)obs[k] - e) / e;
+        psum += p[k];
+    }
+    CHECK_ABS(1.0, psum, 1e-12); /* the cells cover the line */
+    double dof = cells - 1;
+    CHECK_ABS(dof, chi2, 5.0 * sqrt(2.0 * dof));
+}
+
+/* 2 * 10^7 values: moments, the shape in 162 bins of width 0.05 (chi-square
+ * against the exact CDF), the frequencies of each ziggurat region (their
+ * boundaries are where a wrong table or wedge test would show) and of the
+ * far tail, and the tail's conditional mean. */
+static void test_normals_distribution(void)
+{
+    const long chunks = 20;
+    count_normals(2385, chunks);
+    const double n = (double)zc.n;
+    CHECK_INT(chunks * NSAMP, zc.n);
+    /* sd of the mean 1/sqrt(n) = 2.2e-4; of the second moment sqrt(2/n);
+     * of the fourth sqrt((105 - 9)/n); of P(|z| < 1) sqrt(p(1-p)/n) */
+    CHECK_ABS(0.0, zc.sum / n, 5.0 / sqrt(n));
+    CHECK_ABS(1.0, zc.sum2 / n, 5.0 * sqrt(2.0 / n));
+    CHECK_ABS(3.0, zc.sum4 / n, 5.0 * sqrt(96.0 / n));
+    CHECK_ABS(0.5, zc.neg / n, 5.0 * 0.5 / sqrt(n));
+    const double p1 = 0.6826894921370859;
+    CHECK_ABS(p1, zc.inside1 / n, 5.0 * sqrt(p1 * (1 - p1) / n));
+    /* consecutive values are uncorrelated: sd of the lag-1 mean product 1/sqrt(n) */
+    CHECK_ABS(0.0, zc.lag1 / n, 5.0 / sqrt(n));
+
+    /* 162 bins: [-inf, -4), 160 of width 0.05, [4, inf) */
+    double p[2 * NC_RNG_ZIG_LAYERS];
+    for (int k = 0; k < 162; k++) {
+        double a = k == 0 ? -INFINITY : -4.0 + 0.05 * (k - 1);
+        double b = k == 161 ? INFINITY : -4.0 + 0.05 * k;
+        /* P(a <= z < b) by symmetry from the positive half-line */
+        p[k] = a >= 0 ? normal_prob(a, b)
+               : b <= 0 ? normal_prob(-b, -a)
+                        : normal_prob(0, -a) + normal_prob(0, b);
+    }
+    check_chi2(zc.bin, p, 162, zc.n);
+
+    /* 512 cells: each region's strip [X[i+1], X[i]) and the tail, each sign
+     * (the rarest, the top strip, expects 2600 values) */
+    const double *X, *F;
+    double v;
+    nc_rng_zig_tables(&X, &F, &v);
+    for (int i = 0; i < NC_RNG_ZIG_LAYERS; i++) {
+        double q = i == 0 ? normal_prob(X[1], INFINITY) : normal_prob(X[i + 1], X[i]);
+        p[i] = p[i + NC_RNG_ZIG_LAYERS] = q;
+    }
+    check_chi2(zc.region, p, 2 * NC_RNG_ZIG_LAYERS, zc.n);
+
+    /* the far tail, drawn by the tail method: P(|z| > t) against 2 Q(t),
+     * binomial sd */
+    static const double lim[4] = {4.0, 4.5, 5.0, 5.5};
+    for (int q = 0; q < 4; q++) {
+        double pt = 2.0 * normal_prob(lim[q], INFINITY);
+        CHECK_ABS(pt * n, (double)zc.beyond[q], 5.0 * sqrt(pt * n) + 1.0);
+    }
+    /* E[|z| - R | |z| >= R] = phi(R) / Q(R) - R, the sd of |z| - R there
+     * below 1/R */
+    double R = X[1], want = exp(-0.5 * R * R) / sqrt(2.0 * M_PI) / normal_prob(R, INFINITY) - R;
+    CHECK(zc.tail_n > 4000);
+    CHECK_ABS(want, zc.tail_sum / (double)zc.tail_n, 5.0 / R / sqrt((double)zc.tail_n));
+}
+
+/* Makes the next nc_rng_u64 of r return w: the xoshiro256** output is
+ * rotl(s[1] * 5, 7) * 9, so s[1] = rotr(w / 9, 7) / 5 with the divisions
+ * by the inverses of 9 and 5 modulo 2^64. The other words of the state
+ * stay as they are (random), so the words after w are random too. */
+static void force_word(nc_rng *r, uint64_t w)
+{
+    uint64_t inv9 = 9, inv5 = 5; /* Newton: x <- x (2 - a x) doubles the good bits */
+    for (int k = 0; k < 6; k++) {
+        inv9 *= 2 - 9 * inv9;
+        inv5 *= 2 - 5 * inv5;
+    }
+    uint64_t t = w * inv9;
+    r->s[1] = ((t >> 7) | (t << 57)) * inv5;
+}
+
+#define TWO52 INT64_C(0x10000000000000)
+
+/* The word that puts the point u = j 2^-52 into region i (nc_rng_normals
+ * reads the region from bits 0-7 and j + 2^52 from bits 11-63). */
+static uint64_t zig_word(unsigned i, int64_t j)
+{
+    return ((uint64_t)(j + TWO52) << 11) | i;
+}
+
+static void test_force_word(void)
+{
+    nc_rng r;
+    nc_rng_seed(&r, 2385, 12);
+    force_word(&r, 0x0123456789abcdefu);
+    CHECK(nc_rng_u64(&r) == 0x0123456789abcdefu);
+    force_word(&r, zig_word(7, -12345));
+    CHECK(nc_rng_u64(&r) == zig_word(7, -12345));
+}
+
+/* The tail method on its own: 10^5 first words forced into the base strip
+ * beyond R (region 0, |u| >= R / X[0]), the later words random. The values
+ * must follow the normal law conditioned on |z| >= R, with the sign of u:
+ * chi-square over 21 cells of width 0.05 (and the rest) against
+ * Q(a) - Q(b) / Q(R). */
+static void test_normals_tail(void)
+{
+    const double *X, *F;
+    double v;
+    nc_rng_zig_tables(&X, &F, &v);
+    const double R = X[1], QR = normal_prob(R, INFINITY);
+    const int64_t jmin = (int64_t)ceil(R / X[0] * 0x1p52); /* |j| >= jmin: beyond R */
+    enum { TRIALS = 100000, CELLS = 21 };
+    long cell[CELLS] = {0}, neg = 0;
+    int all_beyond = 1, sign_ok = 1;
+    nc_rng src, r;
+    nc_rng_seed(&src, 2385, 13);
+    for (int k = 0; k < TRIALS; k++) {
+        for (int q = 0; q < 4; q++)
+            r.s[q] = nc_rng_u64(&src);
+        int64_t j = jmin + (int64_t)nc_rng_below(&src, (uint64_t)(TWO52 - jmin));
+        if (k % 2)
+            j = -j;
+        force_word(&r, zig_word(0, j));
+        double z;
+        nc_rng_normals(&r, &z, 1);
+        all_beyond &= fabs(z) >= R;
+        sign_ok &= (z < 0) == (j < 0);
+        neg += z < 0;
+        double pos = floor((fabs(z) - R) / 0.05);
+        cell[pos >= CELLS - 1 ? CELLS - 1 : (int)pos]++;
+    }
+    CHECK(all_beyond);
+    CHECK(sign_ok);
+    CHECK_INT(TRIALS / 2, neg);
+    double p[CELLS];
+    for (int c = 0; c < CELLS; c++)
+        p[c] = normal_prob(R + 0.05 * c, c == CELLS - 1 ? INFINITY : R + 0.05 * (c + 1)) / QR;
+    check_chi2(cell, p, CELLS, TRIALS);
+}
+
+/* The wedge test on its own: first words forced to points x = u X[i] of
+ * rectangle i outside the next narrower one (|x| >= X[i+1]), 1000 per
+ * rectangle. Such a point is returned (bit for bit) with probability
+ * (f(x) - F[i]) / (F[i+1] - F[i]), else a later word's value is: the
+ * acceptances against the sum of those probabilities, within 5 binomial
+ * sd (a factor 1.0001 on f is 10 sd away, measured). */
+static void test_normals_wedge(void)
+{
+    const double *X, *F;
+    double v;
+    nc_rng_zig_tables(&X, &F, &v);
+    nc_rng src, r;
+    nc_rng_seed(&src, 2385, 14);
+    double expect = 0.0, var = 0.0;
+    long accepted = 0, trials = 0;
+    for (int i = 1; i < NC_RNG_ZIG_LAYERS; i++) {
+        /* |j| from ceil(X[i+1] / X[i] 2^52) to 2^52 - 1 */
+        int64_t jmin = (int64_t)ceil(X[i + 1] / X[i] * 0x1p52);
+        for (int k = 0; k < 1000; k++) {
+            for (int q = 0; q < 4; q++)
+                r.s[q] = nc_rng_u64(&src);
+            int64_t j = jmin + (int64_t)nc_rng_below(&src, (uint64_t)(TWO52 - jmin));
+            if (k % 2)
+                j = -j;
+            double x = (double)j * 0x1p-52 * X[i], z;
+            force_word(&r, zig_word((unsigned)i, j));
+            nc_rng_normals(&r, &z, 1);
+            double pa = (exp(-0.5 * x * x) - F[i]) / (F[i + 1] - F[i]);
+            pa = pa < 0 ? 0 : pa > 1 ? 1 : pa;
+            expect += pa;
+            var += pa * (1 - pa);
+            accepted += bits(z) == bits(x);
+            trials++;
+        }
+    }
+    CHECK_INT(255 * 1000, trials);
+    CHECK_ABS(expect, (double)accepted, 5.0 * sqrt(var));
+    /* a substantial share is accepted and rejected, so both paths ran */
+    CHECK(accepted > trials / 10 && accepted < trials * 9 / 10);
+}
+
+/* The values depend only on the words drawn, in order: any split of the
+ * array gives the same bits and leaves the same state; n = 0 draws nothing. */
+static void test_normals_split(void)
+{
+    enum { M = 5000 };
+    static double a[M], b[M];
+    nc_rng r1, r2;
+    nc_rng_seed(&r1, 2385, 3);
+    nc_rng_seed(&r2, 2385, 3);
+    nc_rng_normals(&r1, a, M);
+    nc_rng_normals(&r2, b, 1);
+    nc_rng_normals(&r2, NULL, 0);
+    nc_rng_normals(&r2, b + 1, 2384);
+    nc_rng_normals(&r2, b + 2385, M - 2385);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    CHECK(memcmp(&r1, &r2, sizeof r1) == 0);
+    /* another stream, other values */
+    nc_rng_seed(&r2, 2385, 4);
+    nc_rng_normals(&r2, b, M);
+    int same = 0;
+    for (int j = 0; j < M; j++)
+        same += bits(a[j]) == bits(b[j]);
+    CHECK_INT(0, same);
+}
+
 /* ---- nc_det_log and nc_det_exp ----------------------------------------------- */
 
 /* Against glibc's log and exp (themselves within 1 ulp): both within 1 ulp
@@ -408,6 +729,38 @@ static void test_golden_checksums(void)
     CHECK(h == 0x84dddfcc81d0a8c3u);
 }
 
+/* The ziggurat's tables (X then F) and the first 65536 values of
+ * nc_rng_normals for seed 2385, stream 0 (21 of them from the tail, about
+ * a thousand through a wedge), and the state after them. Computed on
+ * x86-64 with GCC 12 (-O0, -O2, -O3 -march=native -std=gnu11) and clang
+ * (-O2, -march=native -ffp-contract=on), and independently by a Python
+ * transcription of xoshiro256**, nc_det_log, nc_det_exp and the ziggurat
+ * (Python floats are IEEE doubles rounded the same way): all agree. */
+static void test_golden_normals(void)
+{
+    const double *X, *F;
+    double v;
+    nc_rng_zig_tables(&X, &F, &v);
+    uint64_t h = FNV_OFFSET;
+    for (int i = 0; i <= NC_RNG_ZIG_LAYERS; i++)
+        h = hash_bits(h, X[i]);
+    for (int i = 0; i <= NC_RNG_ZIG_LAYERS; i++)
+        h = hash_bits(h, F[i]);
+    CHECK(h == 0x0390b4086594baf5u);
+
+    nc_rng r;
+    nc_rng_seed(&r, 2385, 0);
+    h = FNV_OFFSET;
+    for (int c = 0; c < 16; c++) { /* in 16 calls: the split does not matter */
+        nc_rng_normals(&r, samples, 4096);
+        for (int j = 0; j < 4096; j++)
+            h = hash_bits(h, samples[j]);
+    }
+    CHECK(h == 0xe84ac78dc50acc71u);
+    CHECK(r.s[0] == 0xb2f17f74107ee4abu && r.s[1] == 0x6384a20a2519c83du);
+    CHECK(r.s[2] == 0xc1804c2cfe3b7d08u && r.s[3] == 0xde3f46692a58fdbdu);
+}
+
 int main(void)
 {
     test_xoshiro_reference();
@@ -418,10 +771,17 @@ int main(void)
     test_normal_moments();
     test_gamma_moments();
     test_student_t();
+    test_zig_tables();
+    test_normals_distribution();
+    test_normals_split();
+    test_force_word();
+    test_normals_tail();
+    test_normals_wedge();
     test_det_log_vs_libm();
     test_det_exp_vs_libm();
     test_det_special_values();
     test_det_pinned_bits();
     test_golden_checksums();
+    test_golden_normals();
     return CHECK_DONE();
 }
