@@ -11,17 +11,21 @@
  * so nothing depends on the thread count (core/par.h).
  *
  * Where the time goes (the streaming pass, per token and probe): d normals
- * (nc_rng_normals, ~2 ns each), then two sweeps over the channels, one for
- * y.g and sum g, one that forms v and the squared errors of diag(J) and of
- * every surrogate's f' against it at once (errors_of), so each row of f' is
- * read once per probe and nothing of size d is written. The f' rows are
- * computed once per token by the table's vectorised deriv functions. Every
- * loop over i keeps NC_LANES partial sums (core/sum.h), so GCC vectorises
- * it without reordering anything, and the helpers are NC_VM_INLINE so that
- * they are compiled into jac_block's AVX2 clone (NC_VMATH_CLONES). Scratch
- * is per thread, O((6 + surrogates) d) doubles, allocated once per pass.
- * On a 4096 x 4096 layer with 8 probes and the 8 default fits this takes
- * ~1 s of CPU (it took ~5 s with the polar method and separate sweeps).
+ * (nc_rng_normals, ~3 ns each), then sweeps over the channels (errors_of):
+ * one for y.g and sum g, one that forms v = J^T g and the error of diag(J),
+ * one per pair of surrogates for theirs. The f' rows are computed once per
+ * token by the table's vectorised deriv functions (they cost about as much
+ * as all the probes' sweeps). Every loop over i keeps NC_LANES partial sums
+ * (core/sum.h), so it vectorises without reordering anything, and the
+ * helpers are NC_VM_INLINE so that they are compiled into jac_block's AVX2
+ * clone (NC_VMATH_CLONES). Scratch is per thread, (4 + surrogates) d
+ * doubles, allocated once per pass. On a 4096 x 4096 layer with 8 probes
+ * and the 8 default fits the pass takes ~1.3 s of CPU (one thread, shared
+ * AMD EPYC): ~0.4 s of normals, ~0.35 s of sweeps, ~0.45 s of f' rows, of
+ * which DyISRU's three take half because GCC does not vectorise a loop
+ * calling sqrt unless -fno-math-errno (sqrt may set errno); with that flag
+ * the pass takes ~1.1 s. (It took ~4.8 s with the polar method and plain
+ * lane loops; see the reductions below.)
  *
  * The only file of normcmp that includes <cblas.h> (STYLE.md section 1).
  */
@@ -53,7 +57,18 @@ static double now_s(void)
 /* Sums over i < n in NC_LANES lanes (lane i mod NC_LANES, core/sum.h): the
  * fixed-width body vectorises without reassociation, so the bits are the
  * same with SSE2, AVX2 or no vectors at all. NC_VM_INLINE: a call would
- * leave the AVX2 clone of the caller for the baseline copy. */
+ * leave the AVX2 clone of the caller for the baseline copy.
+ *
+ * The hot sweeps (token_state, errors_of, sq_err, sq_diff_max and those of
+ * the dense check) are written with explicit four-double vectors instead
+ * (GCC and clang's vector extension; the baseline clone does each as two
+ * SSE2 operations): GCC 12 compiles the lane loops as a two-trip inner
+ * loop with the partial sums on the stack, a store-to-load chain through
+ * every step, and with an unroll pragma it transposes the data instead
+ * (3 to 5 times the instructions either way). Lanes 0-3 are one vector and
+ * 4-7 another, element i goes to lane i mod NC_LANES and the lanes are
+ * added as nc_lanes_total does: the same bits as the scalar form. dot and
+ * total, used once per token or less, keep the plain form. */
 
 /* sum_i a_i b_i */
 NC_VM_INLINE double dot(const double *a, const double *b, size_t n)
@@ -81,18 +96,40 @@ NC_VM_INLINE double total(const double *a, size_t n)
     return nc_lanes_total(s);
 }
 
+/* Four doubles in one value, two of which hold the NC_LANES = 8 lanes; V4
+ * reads or writes four consecutive doubles at p as one (aligned to a
+ * double only, and allowed to alias them). No function takes or returns a
+ * v4d: that would change the ABI between the AVX2 and baseline clones. */
+typedef double v4d __attribute__((vector_size(4 * sizeof(double))));
+typedef int64_t v4i __attribute__((vector_size(4 * sizeof(int64_t)))); /* masks */
+typedef double v4d_mem __attribute__((vector_size(4 * sizeof(double)), aligned(sizeof(double)),
+                                      may_alias));
+#define V4(p) (*(v4d_mem *)(p))
+typedef float v4f_mem __attribute__((vector_size(4 * sizeof(float)), aligned(sizeof(float)),
+                                     may_alias));
+#define V4F(p) (*(const v4f_mem *)(p)) /* four floats, read only */
+
 /* sum_i (a_i - b_i)^2 and, into *maxe, max(*maxe, max_i |a_i - b_i|) (a NaN
  * difference makes the maximum NaN) */
 NC_VM_INLINE double sq_diff_max(const double *a, const double *b, size_t n, double *maxe)
 {
-    double s[NC_LANES] = {0}, m[NC_LANES] = {0};
+    const v4i no_sign = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+    v4d s0 = {0, 0, 0, 0}, s1 = s0, m0 = s0, m1 = s0;
     size_t i = 0;
-    for (; i + NC_LANES <= n; i += NC_LANES)
-        for (int l = 0; l < NC_LANES; l++) {
-            double e = fabs(a[i + l] - b[i + l]);
-            s[l] += e * e;
-            m[l] = e > m[l] || e != e ? e : m[l];
-        }
+    for (; i + NC_LANES <= n; i += NC_LANES) {
+        v4d e0 = (v4d)((v4i)(V4(a + i) - V4(b + i)) & no_sign); /* |a - b| */
+        v4d e1 = (v4d)((v4i)(V4(a + i + 4) - V4(b + i + 4)) & no_sign);
+        s0 += e0 * e0;
+        s1 += e1 * e1;
+        v4i take0 = (e0 > m0) | (e0 != e0), take1 = (e1 > m1) | (e1 != e1); /* NaN wins */
+        m0 = (v4d)(((v4i)e0 & take0) | ((v4i)m0 & ~take0));
+        m1 = (v4d)(((v4i)e1 & take1) | ((v4i)m1 & ~take1));
+    }
+    double s[NC_LANES], m[NC_LANES];
+    V4(s) = s0;
+    V4(s + 4) = s1;
+    V4(m) = m0;
+    V4(m + 4) = m1;
     for (int l = 0; i < n; i++, l++) {
         double e = fabs(a[i] - b[i]);
         s[l] += e * e;
@@ -170,11 +207,17 @@ void nc_jac_token_dense(nc_norm_kind norm, const double *y, double inv, size_t d
 /* sum_j row_j^2 of a float row, in double */
 NC_VM_INLINE double sq_sum_f(const float *row, size_t n)
 {
-    double s[NC_LANES] = {0};
+    v4d s0 = {0, 0, 0, 0}, s1 = s0;
     size_t i = 0;
-    for (; i + NC_LANES <= n; i += NC_LANES)
-        for (int l = 0; l < NC_LANES; l++)
-            s[l] += (double)row[i + l] * (double)row[i + l];
+    for (; i + NC_LANES <= n; i += NC_LANES) {
+        v4d a = __builtin_convertvector(V4F(row + i), v4d); /* exact */
+        v4d b = __builtin_convertvector(V4F(row + i + 4), v4d);
+        s0 += a * a;
+        s1 += b * b;
+    }
+    double s[NC_LANES];
+    V4(s) = s0;
+    V4(s + 4) = s1;
     for (int l = 0; i < n; i++, l++)
         s[l] += (double)row[i] * (double)row[i];
     return nc_lanes_total(s);
@@ -260,18 +303,35 @@ NC_VM_INLINE void token_state(nc_norm_kind norm, const double *x, double c, doub
                               size_t d, double *y, double *jd, double sums[4])
 {
     const double dd = (double)d, a = diag_a(norm, d);
-    double syy[NC_LANES] = {0}, sy[NC_LANES] = {0}, sjj[NC_LANES] = {0}, srad[NC_LANES] = {0};
+    v4d yy0 = {0, 0, 0, 0}, yy1 = yy0, sy0 = yy0, sy1 = yy0, jj0 = yy0, jj1 = yy0;
+    v4d rr0 = yy0, rr1 = yy0;
     size_t i = 0;
-    for (; i + NC_LANES <= d; i += NC_LANES)
-        for (int l = 0; l < NC_LANES; l++) {
-            double yi = (x[i + l] - c) * inv, ji = inv * (a - yi * yi / dd), r = ji * yi;
-            y[i + l] = yi;
-            jd[i + l] = ji;
-            syy[l] += yi * yi;
-            sy[l] += yi;
-            sjj[l] += ji * ji;
-            srad[l] += r * r;
-        }
+    for (; i + NC_LANES <= d; i += NC_LANES) {
+        v4d y0 = (V4(x + i) - c) * inv, y1 = (V4(x + i + 4) - c) * inv;
+        v4d j0 = inv * (a - y0 * y0 / dd), j1 = inv * (a - y1 * y1 / dd);
+        v4d r0 = j0 * y0, r1 = j1 * y1;
+        V4(y + i) = y0;
+        V4(y + i + 4) = y1;
+        V4(jd + i) = j0;
+        V4(jd + i + 4) = j1;
+        yy0 += y0 * y0;
+        yy1 += y1 * y1;
+        sy0 += y0;
+        sy1 += y1;
+        jj0 += j0 * j0;
+        jj1 += j1 * j1;
+        rr0 += r0 * r0;
+        rr1 += r1 * r1;
+    }
+    double syy[NC_LANES], sy[NC_LANES], sjj[NC_LANES], srad[NC_LANES];
+    V4(syy) = yy0;
+    V4(syy + 4) = yy1;
+    V4(sy) = sy0;
+    V4(sy + 4) = sy1;
+    V4(sjj) = jj0;
+    V4(sjj + 4) = jj1;
+    V4(srad) = rr0;
+    V4(srad + 4) = rr1;
     for (int l = 0; i < d; i++, l++) {
         double yi = (x[i] - c) * inv, ji = inv * (a - yi * yi / dd), r = ji * yi;
         y[i] = yi;
@@ -290,13 +350,17 @@ NC_VM_INLINE void token_state(nc_norm_kind norm, const double *x, double c, doub
 /* sum_i (D_i g_i - v_i)^2: the squared error of a diagonal D against v */
 NC_VM_INLINE double sq_err(const double *D, const double *g, const double *v, size_t n)
 {
-    double s[NC_LANES] = {0};
+    v4d lo = {0, 0, 0, 0}, hi = lo;
     size_t i = 0;
-    for (; i + NC_LANES <= n; i += NC_LANES)
-        for (int l = 0; l < NC_LANES; l++) {
-            double e = D[i + l] * g[i + l] - v[i + l];
-            s[l] += e * e;
-        }
+    for (; i + NC_LANES <= n; i += NC_LANES) {
+        v4d e0 = V4(D + i) * V4(g + i) - V4(v + i);
+        v4d e1 = V4(D + i + 4) * V4(g + i + 4) - V4(v + i + 4);
+        lo += e0 * e0;
+        hi += e1 * e1;
+    }
+    double s[NC_LANES];
+    V4(s) = lo;
+    V4(s + 4) = hi;
     for (int l = 0; i < n; i++, l++) {
         double e = D[i] * g[i] - v[i];
         s[l] += e * e;
@@ -304,24 +368,62 @@ NC_VM_INLINE double sq_err(const double *D, const double *g, const double *v, si
     return nc_lanes_total(s);
 }
 
+/* sq_err for two diagonals D1, D2 at once, into out[0] and out[1]: g and v
+ * are loaded once for both (the sweep is bound by its loads, not by its
+ * arithmetic). */
+NC_VM_INLINE void sq_err2(const double *D1, const double *D2, const double *g, const double *v,
+                          size_t n, double out[2])
+{
+    v4d a0 = {0, 0, 0, 0}, a1 = a0, b0 = a0, b1 = a0;
+    size_t i = 0;
+    for (; i + NC_LANES <= n; i += NC_LANES) {
+        v4d g0 = V4(g + i), g1 = V4(g + i + 4), v0 = V4(v + i), v1 = V4(v + i + 4);
+        v4d e0 = V4(D1 + i) * g0 - v0, e1 = V4(D1 + i + 4) * g1 - v1;
+        v4d f0 = V4(D2 + i) * g0 - v0, f1 = V4(D2 + i + 4) * g1 - v1;
+        a0 += e0 * e0;
+        a1 += e1 * e1;
+        b0 += f0 * f0;
+        b1 += f1 * f1;
+    }
+    double sa[NC_LANES], sb[NC_LANES];
+    V4(sa) = a0;
+    V4(sa + 4) = a1;
+    V4(sb) = b0;
+    V4(sb + 4) = b1;
+    for (int l = 0; i < n; i++, l++) {
+        double e = D1[i] * g[i] - v[i], f = D2[i] * g[i] - v[i];
+        sa[l] += e * e;
+        sb[l] += f * f;
+    }
+    out[0] = nc_lanes_total(sa);
+    out[1] = nc_lanes_total(sb);
+}
+
 /* For one gradient g: v = J^T g = inv (g - [mean g] - y (y.g)/d) into v[d],
  * *v2 = ||v||^2, e2[0] = ||diag(J) g - v||^2 and e2[1 + j] = ||diag(f'_j)
  * g - v||^2 for the ns rows f'_j at fp + j d. A sweep for y.g (and sum g),
- * one for v and the diagonal's error, one per surrogate (three loads and
- * four operations an element: faster than one sweep whose ns accumulators
- * do not fit in registers). */
+ * one for v and the diagonal's error, one per pair of surrogates (the
+ * partial sums in registers). */
 NC_VM_INLINE void errors_of(nc_norm_kind norm, const double *y, const double *jd,
                             const double *fp, int ns, double inv, size_t d, const double *g,
                             double *v, double *v2, double *e2)
 {
     const double dd = (double)d;
-    double syg[NC_LANES] = {0}, sg[NC_LANES] = {0};
+    v4d yg0 = {0, 0, 0, 0}, yg1 = yg0, sg0 = yg0, sg1 = yg0;
     size_t i = 0;
-    for (; i + NC_LANES <= d; i += NC_LANES)
-        for (int l = 0; l < NC_LANES; l++) {
-            syg[l] += y[i + l] * g[i + l];
-            sg[l] += g[i + l];
-        }
+    for (; i + NC_LANES <= d; i += NC_LANES) {
+        v4d g0 = V4(g + i), g1 = V4(g + i + 4);
+        yg0 += V4(y + i) * g0;
+        yg1 += V4(y + i + 4) * g1;
+        sg0 += g0;
+        sg1 += g1;
+    }
+    double syg[NC_LANES], sg[NC_LANES];
+    V4(syg) = yg0;
+    V4(syg + 4) = yg1;
+    V4(sg) = sg0;
+    V4(sg + 4) = sg1;
+    const size_t i_tail = i;
     for (int l = 0; i < d; i++, l++) {
         syg[l] += y[i] * g[i];
         sg[l] += g[i];
@@ -329,14 +431,25 @@ NC_VM_INLINE void errors_of(nc_norm_kind norm, const double *y, const double *jd
     const double yg = nc_lanes_total(syg) / dd;
     const double mg = norm == NC_LAYERNORM ? nc_lanes_total(sg) / dd : 0.0;
 
-    double sv[NC_LANES] = {0}, se[NC_LANES] = {0};
-    for (i = 0; i + NC_LANES <= d; i += NC_LANES)
-        for (int l = 0; l < NC_LANES; l++) {
-            double vi = inv * ((g[i + l] - mg) - y[i + l] * yg), e = jd[i + l] * g[i + l] - vi;
-            v[i + l] = vi;
-            sv[l] += vi * vi;
-            se[l] += e * e;
-        }
+    /* v_i = inv ((g_i - mg) - y_i yg); e_i = jd_i g_i - v_i */
+    v4d sv0 = {0, 0, 0, 0}, sv1 = sv0, se0 = sv0, se1 = sv0;
+    for (i = 0; i < i_tail; i += NC_LANES) {
+        v4d g0 = V4(g + i), g1 = V4(g + i + 4);
+        v4d v0 = inv * ((g0 - mg) - V4(y + i) * yg);
+        v4d v1 = inv * ((g1 - mg) - V4(y + i + 4) * yg);
+        v4d e0 = V4(jd + i) * g0 - v0, e1 = V4(jd + i + 4) * g1 - v1;
+        V4(v + i) = v0;
+        V4(v + i + 4) = v1;
+        sv0 += v0 * v0;
+        sv1 += v1 * v1;
+        se0 += e0 * e0;
+        se1 += e1 * e1;
+    }
+    double sv[NC_LANES], se[NC_LANES];
+    V4(sv) = sv0;
+    V4(sv + 4) = sv1;
+    V4(se) = se0;
+    V4(se + 4) = se1;
     for (int l = 0; i < d; i++, l++) {
         double vi = inv * ((g[i] - mg) - y[i] * yg), e = jd[i] * g[i] - vi;
         v[i] = vi;
@@ -345,7 +458,10 @@ NC_VM_INLINE void errors_of(nc_norm_kind norm, const double *y, const double *jd
     }
     *v2 = nc_lanes_total(sv);
     e2[0] = nc_lanes_total(se);
-    for (int j = 0; j < ns; j++)
+    int j = 0;
+    for (; j + 2 <= ns; j += 2)
+        sq_err2(fp + (size_t)j * d, fp + (size_t)(j + 1) * d, g, v, d, e2 + 1 + j);
+    if (j < ns)
         e2[1 + j] = sq_err(fp + (size_t)j * d, g, v, d);
 }
 
@@ -500,9 +616,91 @@ static double dense_tolerance(size_t d)
     return k * u / (1.0 - k * u);
 }
 
+/* sums[0] = sum |g|, sums[1] = sum |y g|, sums[2] = max |g| (a NaN in g
+ * makes sums[0] NaN). */
+NC_VM_INLINE void abs_sums(const double *y, const double *g, size_t d, double sums[3])
+{
+    const v4i no_sign = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+    v4d sg = {0, 0, 0, 0}, syg = sg, gm = sg;
+    size_t i = 0;
+    for (; i + 4 <= d; i += 4) {
+        v4d a = (v4d)((v4i)V4(g + i) & no_sign), b = (v4d)((v4i)V4(y + i) & no_sign);
+        sg += a;
+        syg += b * a;
+        v4i take = a > gm;
+        gm = (v4d)(((v4i)a & take) | ((v4i)gm & ~take));
+    }
+    double s0 = (sg[0] + sg[1]) + (sg[2] + sg[3]), s1 = (syg[0] + syg[1]) + (syg[2] + syg[3]);
+    double m = fmax(fmax(gm[0], gm[1]), fmax(gm[2], gm[3]));
+    for (; i < d; i++) {
+        s0 += fabs(g[i]);
+        s1 += fabs(y[i]) * fabs(g[i]);
+        m = fabs(g[i]) > m ? fabs(g[i]) : m;
+    }
+    sums[0] = s0;
+    sums[1] = s1;
+    sums[2] = m;
+}
+
+/* max_i |jg_i - v_i| / s_i with s_i = inv (|g_i| + (sg + |y_i| syg) / d)
+ * (dense_tolerance); a NaN difference gives NaN, a nonzero difference over
+ * s_i = 0 gives inf, 0 / 0 counts as 0. */
+NC_VM_INLINE double max_scaled_diff(const float *jg, const double *v, const double *g,
+                                    const double *y, double inv, double sg, double syg,
+                                    size_t d)
+{
+    const v4i no_sign = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+    const double dd = (double)d;
+    v4d m = {0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 4 <= d; i += 4) {
+        v4d diff = (v4d)((v4i)(__builtin_convertvector(V4F(jg + i), v4d) - V4(v + i)) & no_sign);
+        v4d ag = (v4d)((v4i)V4(g + i) & no_sign), ay = (v4d)((v4i)V4(y + i) & no_sign);
+        v4d r = diff / (inv * (ag + (sg + ay * syg) / dd));
+        v4i zero = diff == 0.0; /* 0 / 0 */
+        r = (v4d)((v4i)r & ~zero);
+        v4i take = (r > m) | (r != r);
+        m = (v4d)(((v4i)r & take) | ((v4i)m & ~take));
+    }
+    double out = 0;
+    for (int l = 0; l < 4; l++)
+        out = m[l] > out || m[l] != m[l] ? m[l] : out;
+    for (; i < d; i++) {
+        double diff = fabs((double)jg[i] - v[i]);
+        double r = diff == 0 ? 0.0 : diff / (inv * (fabs(g[i]) + (sg + fabs(y[i]) * syg) / dd));
+        out = r > out || r != r ? r : out;
+    }
+    return out;
+}
+
+/* The largest max_scaled_diff over the ncols columns of G [d x ncols] and
+ * JG = the dense J^T G, against the pass's own J^T g (errors_of; v is d
+ * doubles of scratch). Columns without anything to compare (a zero or
+ * non-finite real gradient, or one beyond float's range) are skipped. */
+NC_VMATH_CLONES
+static double compare_columns(nc_norm_kind norm, const double *y, const double *jd, double inv,
+                              size_t d, const double *G, const float *JG, size_t ncols,
+                              double *v)
+{
+    double worst = 0;
+    for (size_t k = 0; k < ncols; k++) {
+        const double *g = G + k * d;
+        double as[3];
+        abs_sums(y, g, d, as);
+        if (!(as[0] > 0) || !isfinite(as[0]) || !isfinite(as[1]) || !(as[2] <= FLT_MAX))
+            continue;
+        double v2, e2[1];
+        errors_of(norm, y, jd, NULL, 0, inv, d, g, v, &v2, e2);
+        const double sg = norm == NC_LAYERNORM ? as[0] : 0.0;
+        double r = max_scaled_diff(JG + k * d, v, g, y, inv, sg, as[1], d);
+        worst = r > worst || r != r ? r : worst;
+    }
+    return worst;
+}
+
 /* Materialises J in float for m tokens spread evenly over the used ones
  * (one d x d matrix at a time) and compares J^T G (one sgemm per token, G
- * = [probes | more random columns | real gradient], ncols columns) with the
+ * = [probes | random signs | real gradient], ncols columns) with the
  * analytic J^T g, and the float matrix's sum of squares with the closed
  * form. */
 static int dense_check(const nc_layer_result *res, const nc_tensor *x, const nc_tensor *grad,
@@ -510,15 +708,15 @@ static int dense_check(const nc_layer_result *res, const nc_tensor *x, const nc_
                        nc_jac_result *out, nc_err *err)
 {
     const size_t d = res->d, nt = res->tok.nt;
-    /* random columns: the P probes of the pass, then more from the same
-     * stream up to NC_JAC_DENSE_COLUMNS; then the real gradient */
+    /* random columns: the P probes of the pass, then random signs from the
+     * same stream up to NC_JAC_DENSE_COLUMNS; then the real gradient */
     const size_t nrand = P + (grad ? 1 : 0) >= NC_JAC_DENSE_COLUMNS
                              ? P
                              : NC_JAC_DENSE_COLUMNS - (grad ? 1 : 0);
     const size_t ncols = nrand + (grad ? 1 : 0);
     float *J = malloc(d * d * sizeof *J);
     float *Gf = malloc(2 * ncols * d * sizeof *Gf);
-    double *work = malloc((ncols + 3) * d * sizeof *work);
+    double *work = malloc((ncols + 4) * d * sizeof *work);
     if (!J || !Gf || !work) {
         free(J);
         free(Gf);
@@ -528,7 +726,7 @@ static int dense_check(const nc_layer_result *res, const nc_tensor *x, const nc_
                           res->name, d, d);
     }
     float *JG = Gf + ncols * d;
-    double *G = work, *ana = G + ncols * d, *xr = ana + d, *y = xr + d;
+    double *G = work, *ana = G + ncols * d, *xr = ana + d, *y = xr + d, *jd = y + d;
     const double dd = (double)d, tol = dense_tolerance(d);
     double max_rel = 0, max_frob = 0, t_gemm = 0;
     size_t done = 0, rank = 0, next_k = 0;
@@ -541,15 +739,26 @@ static int dense_check(const nc_layer_result *res, const nc_tensor *x, const nc_
             continue;
         next_k++;
         const size_t tok = res->tok.index ? res->tok.index[t] : t;
-        const double c = res->tok.centre[t], inv = res->tok.inv[t];
+        const double inv = res->tok.inv[t];
+        if (!(4.0 * inv < FLT_MAX))
+            continue; /* |J_ij| <= 2 inv + inv / d would overflow a float */
         nc_tensor_rows(x, tok, 1, xr);
-        for (size_t i = 0; i < d; i++)
-            y[i] = (xr[i] - c) * inv;
-        /* the same probes as the streaming pass (the stream is one sequence),
-         * then the real gradient */
+        double sums[4];
+        token_state(res->norm, xr, res->tok.centre[t], inv, d, y, jd, sums);
+        /* the same probes as the streaming pass (the stream is one
+         * sequence), then random signs (64 from a word: the extra columns
+         * only have to be arbitrary, and normals would cost more than the
+         * product for small d), then the real gradient */
         nc_rng rng;
         nc_rng_seed(&rng, pseed, (uint64_t)tok);
-        nc_rng_normals(&rng, G, nrand * d);
+        nc_rng_normals(&rng, G, P * d);
+        for (size_t k = P * d; k < nrand * d; k += 64) {
+            const uint64_t w = nc_rng_u64(&rng);
+            const size_t n = nrand * d - k < 64 ? nrand * d - k : 64;
+            static const double sign[2] = {1.0, -1.0}; /* bit b set: -1 */
+            for (size_t b = 0; b < n; b++)
+                G[k + b] = sign[(w >> b) & 1];
+        }
         if (grad) {
             double *gr = G + nrand * d;
             nc_tensor_rows(grad, tok, 1, gr);
@@ -563,29 +772,12 @@ static int dense_check(const nc_layer_result *res, const nc_tensor *x, const nc_
         double t0 = now_s();
         nc_jac_dense_vjp(J, d, Gf, ncols, JG);
         t_gemm += now_s() - t0;
-        /* componentwise, relative to the scale s_i of dense_tolerance */
-        for (size_t k = 0; k < ncols; k++) {
-            const double *g = G + k * d;
-            double sg = 0, syg = 0;
-            for (size_t i = 0; i < d; i++) {
-                sg += fabs(g[i]);
-                syg += fabs(y[i] * g[i]);
-            }
-            if (!isfinite(sg) || !isfinite(syg) || !(sg > 0))
-                continue; /* a zero or non-finite real gradient: nothing to compare */
-            if (res->norm != NC_LAYERNORM)
-                sg = 0;
-            nc_jac_token_vjp(res->norm, y, inv, d, g, ana);
-            for (size_t i = 0; i < d; i++) {
-                double diff = fabs((double)JG[k * d + i] - ana[i]);
-                double s = inv * (fabs(g[i]) + (sg + fabs(y[i]) * syg) / dd);
-                double r = diff > 0 ? diff / s : 0.0; /* s = 0 with diff > 0: inf */
-                max_rel = r > max_rel || r != r ? r : max_rel;
-            }
-        }
-        /* the float matrix's ||J||_F^2 relative to ||inv I||_F^2 = d inv^2
-         * (||J||_F^2 itself can cancel to ~0: LayerNorm with d = 2) */
-        double f2 = nc_jac_token_frob2(res->norm, y, inv, d);
+        double r = compare_columns(res->norm, y, jd, inv, d, G, JG, ncols, ana);
+        max_rel = r > max_rel || r != r ? r : max_rel;
+        /* the float matrix's ||J||_F^2 against the pass's closed form,
+         * relative to ||inv I||_F^2 = d inv^2 (||J||_F^2 itself can cancel
+         * to ~0: LayerNorm with d = 2) */
+        double f2 = frob2_from(res->norm, sums[0], sums[1], inv, d);
         max_frob = fmax(max_frob, fabs(fd - f2) / (dd * inv * inv));
         done++;
     }
@@ -600,7 +792,11 @@ static int dense_check(const nc_layer_result *res, const nc_tensor *x, const nc_
     out->dense_frob_tol = NC_JAC_DENSE_FROB_TOL;
     out->dense_flops = 2.0 * dd * dd * (double)ncols * (double)done;
     out->time_dense_gemm_s = t_gemm;
-    if (max_rel <= tol && max_frob <= NC_JAC_DENSE_FROB_TOL)
+    if (done == 0) {
+        out->dense_max_rel_diff = out->dense_frob_max_rel_diff = NAN;
+        snprintf(out->dense_status, sizeof out->dense_status,
+                 "skipped: no sampled token's Jacobian fits a float");
+    } else if (max_rel <= tol && max_frob <= NC_JAC_DENSE_FROB_TOL)
         snprintf(out->dense_status, sizeof out->dense_status, "ok");
     else
         snprintf(out->dense_status, sizeof out->dense_status,
@@ -698,7 +894,8 @@ size_t nc_jac_dense_default_tokens(size_t d)
         return 0;
     if (d > NC_JAC_DENSE_ENTRIES / d)
         return 1;
-    return NC_JAC_DENSE_ENTRIES / d / d;
+    size_t m = NC_JAC_DENSE_ENTRIES / d / d;
+    return m < NC_JAC_DENSE_MAX_TOKENS ? m : NC_JAC_DENSE_MAX_TOKENS;
 }
 
 void nc_jac_opts_defaults(nc_jac_opts *o)

@@ -63,12 +63,13 @@
  *             NC_JAC_DENSE_ENTRIES matrix entries in all: every token for
  *             d <= 128 and N <= 4096, 4 for d = 4096), J materialised as a
  *             dense d x d float matrix (each entry computed in double and
- *             rounded once) and J^T G for the block G = [probes | more
- *             random columns | real gradient] of NC_JAC_DENSE_COLUMNS
- *             columns (more if probes + 1 exceed it) computed as ONE
- *             matrix product (OpenBLAS sgemm: with 64 columns it runs near
+ *             rounded once) and J^T G for the block G = [probes | random
+ *             signs +-1 | real gradient] of NC_JAC_DENSE_COLUMNS columns
+ *             (more if probes + 1 exceed it) computed as ONE matrix
+ *             product (OpenBLAS sgemm: with 64 columns it runs near
  *             OpenBLAS's own sgemm rate, nc_jac_blas_rate, not at memory
- *             speed as with 8), compared with the analytic J^T g in double:
+ *             speed as with 8), compared with the analytic J^T g in double
+ *             as the streaming pass computes it:
  *             dense_max_rel_diff is the largest |dense_i - analytic_i| / s_i
  *             over the sampled tokens, columns and channels, with s_i =
  *             inv (|g_i| + ([sum |g|] + |y_i| sum |y g|) / d) >= sum_j
@@ -76,11 +77,15 @@
  *             itself may cancel to ~0, e.g. g along y). Rounding alone
  *             keeps it below dense_tol = gamma_{d+3} = (d+3) u / (1 -
  *             (d+3) u), u = 2^-24, whatever the summation order (observed
- *             ~1e-8); a wrong formula gives ~1/sqrt(d). Likewise
+ *             6e-7 for d = 64, 1.4e-6 for d = 4096, against bounds of 4e-6
+ *             and 2.4e-4); dropping the off-diagonal part gives ~1/sqrt(d)
+ *             or more (test_jacobian.c checks that it fails). Likewise
  *             dense_frob_max_rel_diff, the largest |sum of J_ij^2 over the
  *             float matrix - the closed form above| / (d inv^2), stays
  *             below NC_JAC_DENSE_FROB_TOL. dense_status is "ok" when both
- *             hold, else says "MISMATCH" and by how much.
+ *             hold, else says "MISMATCH" and by how much. (Sampled tokens
+ *             with 4 inv >= FLT_MAX, whose J would overflow a float, are
+ *             left out.)
  *   ODE       ODE-1 dy/dx = (1/rho)(1 - y^2/d), y(0) = 0, and ODE-2
  *             dy/dx = (y/x)(1 - y^2/d) integrated (ode.h, rtol = atol =
  *             1e-12) over [0, max |x|] and compared with sqrt(d) tanh(x /
@@ -115,8 +120,11 @@
 #define NC_JAC_PROBES 8 /* random probes per token */
 /* The dense check materialises about this many entries in all (256 MiB of
  * floats written, ~8.6 GFLOP with 64 columns: ~0.2 s at OpenBLAS's sgemm
- * rate): NC_JAC_DENSE_ENTRIES / d^2 tokens, at least 1. */
+ * rate): NC_JAC_DENSE_ENTRIES / d^2 tokens, at least 1 and at most
+ * NC_JAC_DENSE_MAX_TOKENS (for small d the per-token work, O(d) per
+ * column, would dominate: every token up to 4096 for d <= 128). */
 #define NC_JAC_DENSE_ENTRIES ((size_t)1 << 26)
+#define NC_JAC_DENSE_MAX_TOKENS 4096
 #define NC_JAC_DENSE_COLUMNS 64                  /* columns of G (at least) */
 #define NC_JAC_DENSE_MAX_BYTES ((size_t)1 << 30) /* one d x d float matrix, at most */
 #define NC_JAC_DENSE_ALL SIZE_MAX                /* dense_tokens: every used token */
@@ -224,7 +232,8 @@ typedef struct nc_jac_result {
 void nc_jac_opts_defaults(nc_jac_opts *o);
 
 /* The default number of tokens of the dense check for width d:
- * NC_JAC_DENSE_ENTRIES / d^2, at least 1 (0 for d = 0). */
+ * NC_JAC_DENSE_ENTRIES / d^2, at least 1 and at most
+ * NC_JAC_DENSE_MAX_TOKENS (0 for d = 0). */
 size_t nc_jac_dense_default_tokens(size_t d);
 
 /* Runs the comparison on an analysed layer. res is the result of

@@ -231,8 +231,38 @@ static void test_ode_check_closed_forms(void)
 
 /* ======================================================== one token */
 
-/* Finite differences of the norm itself, the dense matrix (and its product
- * through OpenBLAS) and the analytic forms agree, both norms, eps > 0. */
+/* gamma_{d+3} = (d+3) u / (1 - (d+3) u), u = 2^-24: the bound of the dense
+ * check (jacobian.h), written out here. */
+static double float_gamma(size_t d)
+{
+    const double k = (double)d + 3.0, u = 0x1p-24;
+    return k * u / (1.0 - k * u);
+}
+
+/* The largest |out_i - want_i| / s_i, s_i = inv (|g_i| + ([sum |g|] +
+ * |y_i| sum |y g|) / d) the scale of jacobian.h's dense check. */
+static double dense_rel(nc_norm_kind norm, const double *y, double inv, size_t d,
+                        const double *g, const float *out, const double *want)
+{
+    double sg = 0, syg = 0, worst = 0;
+    for (size_t i = 0; i < d; i++) {
+        sg += fabs(g[i]);
+        syg += fabs(y[i] * g[i]);
+    }
+    if (norm != NC_LAYERNORM)
+        sg = 0;
+    for (size_t i = 0; i < d; i++) {
+        double s = inv * (fabs(g[i]) + (sg + fabs(y[i]) * syg) / (double)d);
+        worst = fmax(worst, fabs((double)out[i] - want[i]) / s);
+    }
+    return worst;
+}
+
+/* Finite differences of the norm itself, the dense matrix (and its float
+ * product through OpenBLAS) and the analytic forms agree, both norms, eps >
+ * 0. The float product is within the rounding bound of the dense check,
+ * and the diagonal alone (what a wrong formula would give) is far outside
+ * it, so the check can tell. */
 static void test_token_jacobian_three_ways(void)
 {
     const size_t dims[] = {2, 7, 33, 64};
@@ -250,8 +280,9 @@ static void test_token_jacobian_three_ways(void)
             double *xp = malloc(d * sizeof *xp), *yp = malloc(d * sizeof *yp),
                    *ym = malloc(d * sizeof *ym);
             double *J = malloc(d * d * sizeof *J), *G = malloc(d * P * sizeof *G);
-            double *JG = malloc(d * P * sizeof *JG), *v = malloc(d * sizeof *v),
-                   *dg = malloc(d * sizeof *dg);
+            double *v = malloc(d * sizeof *v), *dg = malloc(d * sizeof *dg);
+            float *Jf = malloc(d * d * sizeof *Jf), *Gf = malloc(d * P * sizeof *Gf);
+            float *JG = malloc(d * P * sizeof *JG);
             for (size_t i = 0; i < d; i++)
                 x[i] = 0.37 * s + s * nc_rng_normal(&r) * (i == 1 ? 5.3 : 1.0);
             double inv, inv2;
@@ -277,23 +308,36 @@ static void test_token_jacobian_three_ways(void)
             /* truncation h^2 y''' and rounding 1e-16 / h: ~1e-9 of the scale of J */
             CHECK_ABS(0.0, fd_err, 1e-8 * inv);
 
-            /* J^T G through dgemm against the analytic J^T g */
-            for (size_t k = 0; k < d * P; k++)
+            /* the float matrix: each entry rounded once; its sum of squares */
+            double f2f = nc_jac_token_dense_f(norm, y, inv, d, Jf), f2s = 0;
+            int rounded = 1;
+            for (size_t k = 0; k < d * d; k++) {
+                rounded &= Jf[k] == (float)J[k];
+                f2s += (double)Jf[k] * (double)Jf[k];
+            }
+            CHECK(rounded);
+            CHECK_REL(f2s, f2f, 1e-14);
+
+            /* J^T G through sgemm against the analytic J^T g, relative to
+             * the size of the summed terms (for LayerNorm with d = 2, J ~
+             * (1 - kappa) inv is nearly 0) */
+            for (size_t k = 0; k < d * P; k++) {
                 G[k] = nc_rng_normal(&r);
-            nc_jac_dense_vjp(J, d, G, P, JG);
-            /* (relative to inv max |g|, the size of the summed terms: for
-             * LayerNorm with d = 2, J ~ (1 - kappa) inv is nearly 0) */
-            double worst = 0;
+                Gf[k] = (float)G[k];
+            }
+            nc_jac_dense_vjp(Jf, d, Gf, P, JG);
+            double worst = 0, wrong = 0;
             for (size_t k = 0; k < P; k++) {
                 nc_jac_token_vjp(norm, y, inv, d, G + k * d, v);
-                double dm = 0, gm = 0;
-                for (size_t i = 0; i < d; i++) {
-                    dm = fmax(dm, fabs(JG[k * d + i] - v[i]));
-                    gm = fmax(gm, fabs(G[k * d + i]));
-                }
-                worst = fmax(worst, dm / (inv * gm));
+                worst = fmax(worst, dense_rel(norm, y, inv, d, G + k * d, JG + k * d, v));
+                /* diag(J) g in place of J^T g */
+                nc_jac_token_diag(norm, y, inv, d, dg);
+                for (size_t i = 0; i < d; i++)
+                    v[i] = dg[i] * G[k * d + i];
+                wrong = fmax(wrong, dense_rel(norm, y, inv, d, G + k * d, JG + k * d, v));
             }
-            CHECK_ABS(0.0, worst, 1e-15 * sqrt((double)d));
+            CHECK_ABS(0.0, worst, float_gamma(d));
+            CHECK(wrong > 10 * float_gamma(d));
 
             /* the diagonal, and ||J||_F^2 in closed form against the sum of
              * squares (both on the scale of inv and d inv^2) */
@@ -306,7 +350,7 @@ static void test_token_jacobian_three_ways(void)
             }
             CHECK_ABS(f2, nc_jac_token_frob2(norm, y, inv, d), 1e-14 * (double)d * inv * inv);
             free(x), free(y), free(xp), free(yp), free(ym), free(J), free(G), free(JG), free(v),
-                free(dg);
+                free(dg), free(Jf), free(Gf);
         }
 }
 
@@ -316,19 +360,48 @@ static void test_token_jacobian_three_ways(void)
 static void test_dense_vjp_layout(void)
 {
     enum { D = 13, P = 3 };
-    double A[D * D], G[D * P], out[D * P];
+    float A[D * D], G[D * P], out[D * P];
     for (int k = 0; k < D * D; k++)
-        A[k] = sin(2.385 * k) + 0.01 * k;
+        A[k] = (float)(sin(2.385 * k) + 0.01 * k);
     for (int k = 0; k < D * P; k++)
-        G[k] = cos(1.7 * k);
+        G[k] = (float)cos(1.7 * k);
     nc_jac_dense_vjp(A, D, G, P, out);
     for (int c = 0; c < P; c++)
         for (int j = 0; j < D; j++) {
-            double want = 0;
-            for (int i = 0; i < D; i++)
-                want += A[i * D + j] * G[c * D + i]; /* (A^T g)_j = sum_i A_ij g_i */
-            CHECK_ABS(want, out[c * D + j], 1e-14);
+            double want = 0, size = 0; /* (A^T g)_j = sum_i A_ij g_i, in double */
+            for (int i = 0; i < D; i++) {
+                want += (double)A[i * D + j] * G[c * D + i];
+                size += fabs((double)A[i * D + j] * G[c * D + i]);
+            }
+            CHECK_ABS(want, out[c * D + j], float_gamma(D) * size);
         }
+}
+
+/* The dense check's default sample: NC_JAC_DENSE_ENTRIES / d^2 tokens, at
+ * least one, at most NC_JAC_DENSE_MAX_TOKENS. */
+static void test_dense_default_tokens(void)
+{
+    CHECK_INT(0, nc_jac_dense_default_tokens(0));
+    CHECK_INT(4, nc_jac_dense_default_tokens(4096));
+    CHECK_INT(4096, nc_jac_dense_default_tokens(128)); /* d <= 128: all of 4096 tokens */
+    CHECK_INT(4096, nc_jac_dense_default_tokens(64));
+    CHECK_INT(4096, nc_jac_dense_default_tokens(1));
+    CHECK_INT(113, nc_jac_dense_default_tokens(768));
+    CHECK_INT(1, nc_jac_dense_default_tokens(8192));
+    CHECK_INT(1, nc_jac_dense_default_tokens(100000));
+    CHECK_INT(1, nc_jac_dense_default_tokens((size_t)1 << 40)); /* d^2 overflows */
+}
+
+/* A dense check that ran and agreed: within its rounding bounds, the bounds
+ * as jacobian.h states them. */
+static void check_dense_ok(const nc_jac_result *jr, size_t d)
+{
+    CHECK_STR("ok", jr->dense_status);
+    CHECK_REL(float_gamma(d), jr->dense_tol, 1e-15);
+    CHECK_ABS(3.0 * 0x1p-24, jr->dense_frob_tol, 0);
+    CHECK(jr->dense_max_rel_diff >= 0 && jr->dense_max_rel_diff <= jr->dense_tol);
+    CHECK(jr->dense_frob_max_rel_diff >= 0 &&
+          jr->dense_frob_max_rel_diff <= jr->dense_frob_tol);
 }
 
 /* BRIEF.md's closed form for LayerNorm: ||I - 11^T/d - xhat xhat^T/d||_F^2 =
@@ -459,13 +532,13 @@ static void check_pooled(nc_norm_kind norm, double eps, size_t N, size_t d, doub
     }
     CHECK(compared >= 6); /* every fit of the defaults, per-channel DyT included */
     CHECK(jr.surr[NC_FIT_DYT_PER_CHANNEL].ok);
-    /* the dense check ran over every token (d <= 128, N <= 4096) */
+    /* the dense check ran over every token (d <= 128, N <= 4096), with
+     * NC_JAC_DENSE_COLUMNS columns (8 probes and 56 more random ones) */
     CHECK_INT(w.used, jr.tokens_materialised);
-    CHECK_ABS(0.0, jr.dense_max_rel_diff, 1e-14);
-    CHECK_ABS(0.0, jr.dense_frob_max_rel_diff, 1e-13);
-    CHECK_STR("ok", jr.dense_status);
-    CHECK_REL(2.0 * (double)d * (double)d * NC_JAC_PROBES * (double)w.used, jr.dense_flops,
-              1e-15);
+    CHECK_INT(NC_JAC_DENSE_COLUMNS, jr.dense_columns);
+    check_dense_ok(&jr, d);
+    CHECK_REL(2.0 * (double)d * (double)d * NC_JAC_DENSE_COLUMNS * (double)w.used,
+              jr.dense_flops, 1e-15);
     CHECK(jr.ode.ok);
     nc_jac_result_free(&jr);
     nc_layer_result_free(&res);
@@ -529,7 +602,7 @@ static void test_share_large_d(void)
     CHECK_REL(sqrt(2.0 / M_PI) / sqrt(dd - 1.0), jr.backprop.mean, 0.12);
     CHECK(jr.backprop.median > 0 && jr.backprop.p95 >= jr.backprop.median);
     CHECK_INT(3, jr.tokens_materialised);
-    CHECK_ABS(0.0, jr.dense_max_rel_diff, 1e-14);
+    check_dense_ok(&jr, d);
     CHECK_INT(N, jr.backprop.n);
     CHECK_INT(0, jr.backprop.n_inf);
     free(y);
@@ -576,8 +649,8 @@ static void test_parallel_gradients(void)
      * column (J^T g = 0) included */
     CHECK(isfinite(jr.backprop.mean));
     CHECK_INT(N, jr.tokens_materialised);
-    CHECK_INT(NC_JAC_PROBES + 1, jr.dense_columns);
-    CHECK_ABS(0.0, jr.dense_max_rel_diff, 1e-15);
+    CHECK_INT(NC_JAC_DENSE_COLUMNS, jr.dense_columns); /* 63 random and the real one */
+    check_dense_ok(&jr, D);
     /* radial retention: diag(J) y = inv (1 - 1/4) y, so 3/4 of y/r is kept */
     CHECK_REL(0.75, jr.radial_retention, 1e-15);
     nc_jac_result_free(&jr);
@@ -792,7 +865,7 @@ static void test_probes_per_token(void)
     CHECK_INT(0, nc_jacobian_run(&part, &x, NULL, NULL, NULL, 2, NULL, &jp, &err));
     CHECK_INT(37, jp.tokens);
     CHECK_INT(37, jp.tokens_materialised);
-    CHECK_ABS(0.0, jp.dense_max_rel_diff, 1e-14);
+    check_dense_ok(&jp, d);
     int same = 0;
     for (size_t t = 0; t < part.tok.nt; t++)
         same += same_bits(jf.token_backprop[part.tok.index[t]], jp.token_backprop[t]);
@@ -819,21 +892,33 @@ static void test_dense_options_and_errors(void)
         free(X);
         return;
     }
-    /* d > 128: the default is NC_JAC_DENSE_TOKENS tokens */
+    /* the default: every token (2982 of width 150 fit NC_JAC_DENSE_ENTRIES) */
+    CHECK(nc_jac_dense_default_tokens(d) > N);
     CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, NULL, 2, NULL, &jr, &err));
-    CHECK_INT(NC_JAC_DENSE_TOKENS, jr.tokens_materialised);
-    CHECK_INT(NC_JAC_PROBES, jr.dense_columns);
-    CHECK_ABS(0.0, jr.dense_max_rel_diff, 1e-14);
+    CHECK_INT(N, jr.tokens_materialised);
+    CHECK_INT(NC_JAC_DENSE_COLUMNS, jr.dense_columns);
+    check_dense_ok(&jr, d);
     CHECK(jr.time_dense_gemm_s >= 0 && jr.time_dense_gemm_s <= jr.time_dense_s);
     nc_jac_result_free(&jr);
     nc_jac_opts o;
     nc_jac_opts_defaults(&o);
-    o.dense_tokens = NC_JAC_DENSE_ALL;
+    o.dense_tokens = 7;
     o.probes = 3;
     CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, &o, 2, NULL, &jr, &err));
-    CHECK_INT(N, jr.tokens_materialised);
+    CHECK_INT(7, jr.tokens_materialised);
     CHECK_INT(3, jr.probes);
+    CHECK_INT(NC_JAC_DENSE_COLUMNS, jr.dense_columns);
+    check_dense_ok(&jr, d);
     nc_jac_result_free(&jr);
+    /* more probes than NC_JAC_DENSE_COLUMNS: every probe is a column */
+    o.dense_tokens = NC_JAC_DENSE_ALL;
+    o.probes = NC_JAC_DENSE_COLUMNS + 6;
+    CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, &o, 2, NULL, &jr, &err));
+    CHECK_INT(N, jr.tokens_materialised);
+    CHECK_INT(NC_JAC_DENSE_COLUMNS + 6, jr.dense_columns);
+    check_dense_ok(&jr, d);
+    nc_jac_result_free(&jr);
+    o.probes = 3;
     o.dense_max_bytes = 1000;
     CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, &o, 2, NULL, &jr, &err));
     CHECK_INT(0, jr.tokens_materialised);
@@ -867,8 +952,8 @@ static void test_dense_options_and_errors(void)
     CHECK_INT(1, jr.real_nonfinite_tokens);
     CHECK_INT(N - 2, jr.backprop_real.n);
     CHECK(isfinite(jr.backprop_real.mean));
-    CHECK_INT(NC_JAC_PROBES + 1, jr.dense_columns);
-    CHECK_ABS(0.0, jr.dense_max_rel_diff, 1e-14);
+    CHECK_INT(NC_JAC_DENSE_COLUMNS, jr.dense_columns);
+    check_dense_ok(&jr, d);
     nc_jac_result_free(&jr);
     free(Gr);
     nc_layer_result_free(&res);
@@ -913,6 +998,28 @@ static void test_unusable_tokens(void)
     CHECK_CONTAINS(jr.dense_status, "no usable token");
     nc_jac_result_free(&jr);
     nc_layer_result_free(&res);
+
+    /* tokens of size ~1e-39 with eps = 0: 1/scale ~ 4e38, J does not fit a
+     * float; the analytic metrics are fine, the dense check leaves them out */
+    for (int k = 0; k < N * D; k++)
+        X[k] = 2.385e-39 * (1.0 + 0.3 * sin(1.7 * k));
+    nc_layer_spec spec;
+    nc_layer_spec_defaults(&spec);
+    spec.name = "tiny";
+    spec.norm = NC_RMSNORM;
+    spec.eps = 0.0;
+    spec.x = &x;
+    for (int k = 0; k < NC_FIT_COUNT; k++)
+        spec.fit[k] = false;
+    CHECK_INT(0, nc_layer_analyze(&spec, &res, &err));
+    CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, NULL, 1, NULL, &jr, &err));
+    CHECK_INT(N, jr.tokens);
+    CHECK(isfinite(jr.diag_frobenius_share) && isfinite(jr.backprop.mean));
+    CHECK_INT(0, jr.tokens_materialised);
+    CHECK_CONTAINS(jr.dense_status, "fits a float");
+    CHECK(isnan(jr.dense_max_rel_diff));
+    nc_jac_result_free(&jr);
+    nc_layer_result_free(&res);
 }
 
 static void test_blas_rate(void)
@@ -933,6 +1040,7 @@ int main(void)
     test_token_jacobian_three_ways();
     test_token_closed_forms();
     test_dense_vjp_layout();
+    test_dense_default_tokens();
     test_pooled_against_loops();
     test_share_large_d();
     test_parallel_gradients();
