@@ -292,8 +292,8 @@ int nc_synth_outlier_steps(uint64_t seed, size_t d, int steps, double step, doub
         return nc_err_set(err, NC_ERANGE,
                           "outlier steps: steps * d = %d * %zu floats overflow size_t", steps, d);
     if (!(step > 0.0 && step <= 1e6))
-        return nc_err_set(err, NC_EINVAL, "outlier steps: step = %g: expected a value in (0, 1e+06]",
-                          step);
+        return nc_err_set(err, NC_EINVAL,
+                          "outlier steps: step = %g: expected a value in (0, 1e+06]", step);
     if (!(sigma > 0.0 && sigma <= 1e6))
         return nc_err_set(err, NC_EINVAL,
                           "outlier steps: sigma = %g: expected a value in (0, 1e+06]", sigma);
