@@ -24,6 +24,7 @@
 /* Newton passes for the per-channel DyT fit. */
 #define CHANNEL_MAX_PASSES 30
 #define CHANNEL_TOL 1e-11 /* on the step in log(alpha) */
+#define CHANNEL_FINISH 1e-5 /* a step below this is applied without another pass */
 
 const char *nc_amp_rule_name(nc_amp_rule rule)
 {
@@ -406,6 +407,7 @@ enum { CH_T, CH_TT, CH_YT, CH_T1, CH_TT1, CH_YT1, CH_T2, CH_TT2, CH_YT2, CH_Y, C
 typedef struct chan_ctx {
     run *r;
     double alpha;
+    bool with_y;            /* also sum y and y^2 (they do not depend on alpha: once) */
     double *acc[NC_SHARDS]; /* [CH_N * d] each */
     size_t used[NC_SHARDS]; /* tokens with an output */
 } chan_ctx;
@@ -465,34 +467,39 @@ NC_VMATH_CLONES static void chan_block(void *vctx, int shard, size_t t0, size_t 
         for (size_t i = 0; i < d; i++)
             v[i] = T1[i] * T1[i] + T[i] * T2[i];
         acc3(d, A + CH_T2 * d, A + CH_TT2 * d, A + CH_YT2 * d, T2, v, y);
-        double *restrict sy = A + CH_Y * d, *restrict syy = A + CH_YY * d;
-        for (size_t i = 0; i < d; i++) {
-            sy[i] += y[i];
-            syy[i] += y[i] * y[i];
+        if (ctx->with_y) {
+            double *restrict sy = A + CH_Y * d, *restrict syy = A + CH_YY * d;
+            for (size_t i = 0; i < d; i++) {
+                sy[i] += y[i];
+                syy[i] += y[i] * y[i];
+            }
         }
     }
 }
 
 /* Profiled objective S(alpha) = sum_i min_{g,b} sum_t (y - g T - b)^2 and its
  * first two derivatives in alpha, from the merged sums; fills gamma_i, beta_i.
- * M = [[sum T^2, sum T], [sum T, n]], v = [sum yT, sum y], z = M^-1 v:
+ * M = [[sum T^2, sum T], [sum T, n]], v = [sum yT, sum y], z = M^-1 v
+ * (z' = dz/dalpha into dz[2d]; ysum[2d]: sum y and sum y^2 per channel):
  *   S_i   = Syy - v.z
  *   S_i'  = -2 v'.z + z.M'.z
  *   S_i'' = -2 v''.z + z.M''.z - 2 z'.M.z',  z' = M^-1 (v' - M' z)          */
-static void chan_objective(const double *A, size_t d, double n, double *gamma, double *beta,
-                           double *S, double *S1, double *S2)
+static void chan_objective(const double *A, const double *ysum, size_t d, double n,
+                           double *gamma, double *beta, double *dz, double *S, double *S1,
+                           double *S2)
 {
     double s0 = 0, s1 = 0, s2 = 0;
     for (size_t i = 0; i < d; i++) {
         double a = A[CH_T * d + i], b = A[CH_TT * d + i], cy = A[CH_YT * d + i];
         double a1 = A[CH_T1 * d + i], b1 = 2 * A[CH_TT1 * d + i], cy1 = A[CH_YT1 * d + i];
         double a2 = A[CH_T2 * d + i], b2 = 2 * A[CH_TT2 * d + i], cy2 = A[CH_YT2 * d + i];
-        double sy = A[CH_Y * d + i], syy = A[CH_YY * d + i];
+        double sy = ysum[i], syy = ysum[d + i];
         double det = n * b - a * a;
         if (!(det > 1e-14 * n * b)) {
             /* T constant over the channel: only the offset is determined */
             gamma[i] = 0;
             beta[i] = sy / n;
+            dz[i] = dz[d + i] = 0;
             s0 += syy - sy * sy / n;
             continue;
         }
@@ -505,6 +512,8 @@ static void chan_objective(const double *A, size_t d, double n, double *gamma, d
         s1 += -2 * cy1 * g + (g * mz0 + bt * mz1);
         double r0 = cy1 - mz0, r1 = -mz1;
         double zp0 = (n * r0 - a * r1) / det, zp1 = (b * r1 - a * r0) / det;
+        dz[i] = zp0; /* d gamma_i / d alpha */
+        dz[d + i] = zp1; /* d beta_i / d alpha */
         double zMz = zp0 * (b * zp0 + a * zp1) + zp1 * (a * zp0 + n * zp1);
         double zM2z = g * (b2 * g + a2 * bt) + bt * (a2 * g);
         s2 += -2 * cy2 * g + zM2z - 2 * zMz;
@@ -516,16 +525,25 @@ static void chan_objective(const double *A, size_t d, double n, double *gamma, d
 
 /* Safeguarded Newton on u = log(alpha), one pass over r's tokens per step,
  * until the step is below tol or max_passes. In: *u the start; out: *u the
- * last evaluated point, whose gamma_i, beta_i are in pc[2d] and whose
- * objective is *S_out. mem: [NC_SHARDS * CH_N * d]. */
-static int newton_channel(run *r, double *mem, double tol, int max_passes, double *u,
-                          double *pc, double *S_out, bool *done, int *passes, nc_err *err)
+ * point whose gamma_i, beta_i are in pc[2d] and whose objective is *S_out.
+ * mem: [NC_SHARDS * CH_N * d]; scratch: [4d].
+ *
+ * With finish > 0, a step below finish ends the iteration without another
+ * pass: alpha moves by it, and gamma_i, beta_i follow to first order along
+ * z' = d(gamma_i, beta_i)/dalpha, which the pass gives. Newton converges
+ * quadratically, so the error left is O(step^2) (below 1e-10 relative for
+ * finish = 1e-5) and one pass over the data is saved. */
+static int newton_channel(run *r, double *mem, double *scratch, double tol, double finish,
+                          int max_passes, double *u, double *pc, double *S_out, bool *done,
+                          int *passes, nc_err *err)
 {
     const size_t d = r->d;
-    chan_ctx ctx = {.r = r};
+    double *ysum = scratch, *dz = scratch + 2 * d;
+    chan_ctx ctx = {.r = r, .with_y = true};
     for (int s = 0; s < NC_SHARDS; s++)
         ctx.acc[s] = mem + (size_t)s * CH_N * d;
     double u_prev = *u, S_prev = INFINITY, step = 0;
+    size_t used = 0;
     *done = false;
     for (int it = 0; it < max_passes; it++) {
         ctx.alpha = exp(*u);
@@ -538,14 +556,18 @@ static int newton_channel(run *r, double *mem, double tol, int max_passes, doubl
         if (rc)
             return rc;
         (*passes)++;
-        size_t used = ctx.used[0];
-        for (int s = 1; s < NC_SHARDS; s++) {
-            used += ctx.used[s];
+        for (int s = 1; s < NC_SHARDS; s++)
             for (size_t k = 0; k < CH_N * d; k++)
                 mem[k] += ctx.acc[s][k];
+        if (ctx.with_y) { /* the first pass: keep the sums of y, y^2 and the count */
+            memcpy(ysum, mem + CH_Y * d, 2 * d * sizeof *mem);
+            used = 0;
+            for (int s = 0; s < NC_SHARDS; s++)
+                used += ctx.used[s];
+            ctx.with_y = false;
         }
         double S, S1, S2;
-        chan_objective(mem, d, (double)used, pc, pc + d, &S, &S1, &S2);
+        chan_objective(mem, ysum, d, (double)used, pc, pc + d, dz, &S, &S1, &S2);
         if (S > S_prev && fabs(step) > 1e-6) {
             /* the Newton step went uphill: halve it and evaluate again */
             step *= 0.5;
@@ -563,6 +585,15 @@ static int newton_channel(run *r, double *mem, double tol, int max_passes, doubl
             *done = true;
             return 0;
         }
+        if (fabs(step) < finish && Suu > 0) {
+            double da = alpha * expm1(step);
+            for (size_t i = 0; i < 2 * d; i++)
+                pc[i] += dz[i] * da;
+            *S_out = S + S1 * da + 0.5 * S2 * da * da;
+            *u += step;
+            *done = true;
+            return 0;
+        }
         *u += step;
     }
     *u = u_prev; /* pc and S_out belong to the last accepted point */
@@ -572,7 +603,7 @@ static int newton_channel(run *r, double *mem, double tol, int max_passes, doubl
 static int pass_channel(run *r, double alpha0, nc_fit_result *fr, int *passes, nc_err *err)
 {
     const size_t d = r->d;
-    double *mem = malloc((size_t)NC_SHARDS * CH_N * d * sizeof *mem);
+    double *mem = malloc(((size_t)NC_SHARDS * CH_N + 4) * d * sizeof *mem);
     double *pc = malloc(2 * d * sizeof *pc);
     run sub = *r;
     size_t *idx = NULL;
@@ -613,13 +644,14 @@ static int pass_channel(run *r, double alpha0, nc_fit_result *fr, int *passes, n
         sub.status = subs;
         sub.pass.tokens = idx;
         sub.pass.ntokens = m;
-        if ((rc = newton_channel(&sub, mem, CHANNEL_SAMPLE_TOL, CHANNEL_MAX_PASSES, &u, pc, &S,
-                                 &done, passes, err)))
+        if ((rc = newton_channel(&sub, mem, mem + (size_t)NC_SHARDS * CH_N * d,
+                                 CHANNEL_SAMPLE_TOL, 0.0, CHANNEL_MAX_PASSES, &u, pc, &S, &done,
+                                 passes, err)))
             goto out;
     }
     /* stage 2: all tokens, to full precision */
-    if ((rc = newton_channel(r, mem, CHANNEL_TOL, CHANNEL_MAX_PASSES, &u, pc, &S, &done,
-                             passes, err)))
+    if ((rc = newton_channel(r, mem, mem + (size_t)NC_SHARDS * CH_N * d, CHANNEL_TOL,
+                             CHANNEL_FINISH, CHANNEL_MAX_PASSES, &u, pc, &S, &done, passes, err)))
         goto out;
     fr->params.p[0] = exp(u);
     fr->params.pc = pc;
