@@ -1,10 +1,17 @@
 /*
- * layer.c - the streaming passes over one layer (layer.h).
+ * layer.c - the streaming passes over one layer (layer.h): the pipeline of
+ * nc_layer_analyze (token sample, stats, bins, fits, per-channel, verify),
+ * the stats, bins and verify passes themselves, the spec defaults, the
+ * amplitude rules and the result's lifetime.
  *
  * Legend: N tokens, d channels; t indexes visited tokens (positions in the
  * sample when one is drawn), i channels; x the input, y = (x - c_t) * inv_t
  * the norm's output before the affine part (norm.h); shards and blocks as
  * in core/par.h. Every accumulator is per shard and merged in shard order.
+ *
+ * Left out: the fits on the bins or raw points (layer_fits.c) and the
+ * per-channel DyT fit's Newton passes (channel.c); layer_internal.h is what
+ * the three files share.
  */
 #include "analysis/layer.h"
 
@@ -16,15 +23,11 @@
 
 #include "analysis/bins.h"
 #include "analysis/fit.h"
+#include "analysis/layer_internal.h"
 #include "core/par.h"
 #include "core/rng.h"
 #include "core/sum.h"
 #include "core/vmath.h"
-
-/* Newton passes for the per-channel DyT fit. */
-#define CHANNEL_MAX_PASSES 30
-#define CHANNEL_TOL 1e-11 /* on the step in log(alpha) */
-#define CHANNEL_FINISH 1e-5 /* a step below this is applied without another pass */
 
 const char *nc_amp_rule_name(nc_amp_rule rule)
 {
@@ -79,17 +82,6 @@ static double now_s(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
-
-/* State shared by the passes of one analysis. */
-typedef struct run {
-    const nc_layer_spec *spec;
-    size_t N, d, nt;       /* nt: tokens visited */
-    const size_t *tokens;  /* the sample (NULL: all) */
-    double *centre, *inv;  /* [nt] per-token centre and 1/scale */
-    unsigned char *status; /* [nt] nc_token_status */
-    double *weight, *bias; /* [d] affine part, or NULL */
-    nc_pass pass;
-} run;
 
 /* ================================================================ stats */
 
@@ -393,285 +385,6 @@ NC_VMATH_CLONES static void bins_block(void *vctx, int shard, size_t t0, size_t 
     }
 }
 
-/* ============================================================= channel */
-
-enum { CH_T, CH_TT, CH_YT, CH_T1, CH_TT1, CH_YT1, CH_T2, CH_TT2, CH_YT2, CH_Y, CH_YY, CH_N };
-
-/* The sample of tokens the first Newton passes of the per-channel fit use:
- * one token in CHANNEL_SAMPLE_STRIDE, but at least CHANNEL_SAMPLE_POINTS
- * points. Newton then needs only about two passes over all tokens. */
-#define CHANNEL_SAMPLE_STRIDE 8
-#define CHANNEL_SAMPLE_POINTS ((size_t)1 << 20)
-#define CHANNEL_SAMPLE_TOL 1e-4 /* step in log(alpha) that ends the sampled stage */
-
-typedef struct chan_ctx {
-    run *r;
-    double alpha;
-    bool with_y;            /* also sum y and y^2 (they do not depend on alpha: once) */
-    double *acc[NC_SHARDS]; /* [CH_N * d] each */
-    size_t used[NC_SHARDS]; /* tokens with an output */
-} chan_ctx;
-
-/* One group of three per-channel sums: a += u, b += v, c += y u (a separate
- * function so that restrict on its parameters lets GCC vectorise it; with
- * nine arrays in one loop it gives up). */
-NC_VM_INLINE void acc3(size_t d, double *restrict a, double *restrict b, double *restrict c,
-                       const double *restrict u, const double *restrict v,
-                       const double *restrict y)
-{
-    for (size_t i = 0; i < d; i++) {
-        a[i] += u[i];
-        b[i] += v[i];
-        c[i] += y[i] * u[i];
-    }
-}
-
-/* T = tanh(alpha x), its first (T1 = dT/dalpha = x (1 - T^2)) and second
- * (T2 = -2 x T T1) derivatives in alpha, and y, for one token; v = T^2. */
-NC_VM_INLINE void chan_terms(size_t d, const double *restrict x, double c, double inv,
-                             double alpha, double *restrict y, double *restrict T,
-                             double *restrict T1, double *restrict T2, double *restrict v)
-{
-    for (size_t i = 0; i < d; i++) {
-        double ti = nc_tanh(alpha * x[i]);
-        double t1 = x[i] * (1.0 - ti * ti);
-        y[i] = (x[i] - c) * inv;
-        T[i] = ti;
-        T1[i] = t1;
-        T2[i] = -2.0 * x[i] * ti * t1;
-        v[i] = ti * ti;
-    }
-}
-
-/* Per channel, the sums over tokens of y, y^2, T, T^2, yT and of the first
- * and second derivatives of the last three in alpha (chan_terms).
- * scratch: [5 * d]. */
-NC_VMATH_CLONES static void chan_block(void *vctx, int shard, size_t t0, size_t nt,
-                                       const double *rows, void *scratch)
-{
-    chan_ctx *ctx = vctx;
-    run *r = ctx->r;
-    const size_t d = r->d;
-    double *A = ctx->acc[shard];
-    double *y = scratch, *T = y + d, *T1 = T + d, *T2 = T1 + d, *v = T2 + d;
-    for (size_t k = 0; k < nt; k++) {
-        size_t t = t0 + k;
-        if (r->status[t] != NC_TOKEN_OK)
-            continue;
-        ctx->used[shard]++;
-        chan_terms(d, rows + k * d, r->centre[t], r->inv[t], ctx->alpha, y, T, T1, T2, v);
-        acc3(d, A + CH_T * d, A + CH_TT * d, A + CH_YT * d, T, v, y);
-        for (size_t i = 0; i < d; i++)
-            v[i] = T[i] * T1[i];
-        acc3(d, A + CH_T1 * d, A + CH_TT1 * d, A + CH_YT1 * d, T1, v, y);
-        for (size_t i = 0; i < d; i++)
-            v[i] = T1[i] * T1[i] + T[i] * T2[i];
-        acc3(d, A + CH_T2 * d, A + CH_TT2 * d, A + CH_YT2 * d, T2, v, y);
-        if (ctx->with_y) {
-            double *restrict sy = A + CH_Y * d, *restrict syy = A + CH_YY * d;
-            for (size_t i = 0; i < d; i++) {
-                sy[i] += y[i];
-                syy[i] += y[i] * y[i];
-            }
-        }
-    }
-}
-
-/* Profiled objective S(alpha) = sum_i min_{g,b} sum_t (y - g T - b)^2 and its
- * first two derivatives in alpha, from the merged sums; fills gamma_i, beta_i.
- * M = [[sum T^2, sum T], [sum T, n]], v = [sum yT, sum y], z = M^-1 v
- * (z' = dz/dalpha into dz[2d]; ysum[2d]: sum y and sum y^2 per channel):
- *   S_i   = Syy - v.z
- *   S_i'  = -2 v'.z + z.M'.z
- *   S_i'' = -2 v''.z + z.M''.z - 2 z'.M.z',  z' = M^-1 (v' - M' z)          */
-static void chan_objective(const double *A, const double *ysum, size_t d, double n,
-                           double *gamma, double *beta, double *dz, double *S, double *S1,
-                           double *S2)
-{
-    double s0 = 0, s1 = 0, s2 = 0;
-    for (size_t i = 0; i < d; i++) {
-        double a = A[CH_T * d + i], b = A[CH_TT * d + i], cy = A[CH_YT * d + i];
-        double a1 = A[CH_T1 * d + i], b1 = 2 * A[CH_TT1 * d + i], cy1 = A[CH_YT1 * d + i];
-        double a2 = A[CH_T2 * d + i], b2 = 2 * A[CH_TT2 * d + i], cy2 = A[CH_YT2 * d + i];
-        double sy = ysum[i], syy = ysum[d + i];
-        double det = n * b - a * a;
-        if (!(det > 1e-14 * n * b)) {
-            /* T constant over the channel: only the offset is determined */
-            gamma[i] = 0;
-            beta[i] = sy / n;
-            dz[i] = dz[d + i] = 0;
-            s0 += syy - sy * sy / n;
-            continue;
-        }
-        double g = (n * cy - a * sy) / det, bt = (b * sy - a * cy) / det;
-        gamma[i] = g;
-        beta[i] = bt;
-        s0 += syy - (cy * g + sy * bt);
-        /* M' z and v' - M' z */
-        double mz0 = b1 * g + a1 * bt, mz1 = a1 * g;
-        s1 += -2 * cy1 * g + (g * mz0 + bt * mz1);
-        double r0 = cy1 - mz0, r1 = -mz1;
-        double zp0 = (n * r0 - a * r1) / det, zp1 = (b * r1 - a * r0) / det;
-        dz[i] = zp0; /* d gamma_i / d alpha */
-        dz[d + i] = zp1; /* d beta_i / d alpha */
-        double zMz = zp0 * (b * zp0 + a * zp1) + zp1 * (a * zp0 + n * zp1);
-        double zM2z = g * (b2 * g + a2 * bt) + bt * (a2 * g);
-        s2 += -2 * cy2 * g + zM2z - 2 * zMz;
-    }
-    *S = s0;
-    *S1 = s1;
-    *S2 = s2;
-}
-
-/* Safeguarded Newton on u = log(alpha), one pass over r's tokens per step,
- * until the step is below tol or max_passes. In: *u the start; out: *u the
- * point whose gamma_i, beta_i are in pc[2d] and whose objective is *S_out.
- * mem: [NC_SHARDS * CH_N * d]; scratch: [4d].
- *
- * With finish > 0, a step below finish ends the iteration without another
- * pass: alpha moves by it, and gamma_i, beta_i follow to first order along
- * z' = d(gamma_i, beta_i)/dalpha, which the pass gives. Newton converges
- * quadratically, so the error left is O(step^2) (below 1e-10 relative for
- * finish = 1e-5) and one pass over the data is saved. */
-static int newton_channel(run *r, double *mem, double *scratch, double tol, double finish,
-                          int max_passes, double *u, double *pc, double *S_out, bool *done,
-                          int *passes, nc_err *err)
-{
-    const size_t d = r->d;
-    double *ysum = scratch, *dz = scratch + 2 * d;
-    chan_ctx ctx = {.r = r, .with_y = true};
-    for (int s = 0; s < NC_SHARDS; s++)
-        ctx.acc[s] = mem + (size_t)s * CH_N * d;
-    double u_prev = *u, S_prev = INFINITY, step = 0;
-    size_t used = 0;
-    *done = false;
-    for (int it = 0; it < max_passes; it++) {
-        ctx.alpha = exp(*u);
-        memset(mem, 0, (size_t)NC_SHARDS * CH_N * d * sizeof *mem);
-        memset(ctx.used, 0, sizeof ctx.used);
-        nc_progress_begin(r->spec->progress, r->spec->name, "per-channel",
-                          (uint64_t)(r->nt * d));
-        r->pass.scratch_bytes = 5 * d * sizeof(double);
-        int rc = nc_pass_run(&r->pass, chan_block, &ctx, err);
-        if (rc)
-            return rc;
-        (*passes)++;
-        for (int s = 1; s < NC_SHARDS; s++)
-            for (size_t k = 0; k < CH_N * d; k++)
-                mem[k] += ctx.acc[s][k];
-        if (ctx.with_y) { /* the first pass: keep the sums of y, y^2 and the count */
-            memcpy(ysum, mem + CH_Y * d, 2 * d * sizeof *mem);
-            used = 0;
-            for (int s = 0; s < NC_SHARDS; s++)
-                used += ctx.used[s];
-            ctx.with_y = false;
-        }
-        double S, S1, S2;
-        chan_objective(mem, ysum, d, (double)used, pc, pc + d, dz, &S, &S1, &S2);
-        if (S > S_prev && fabs(step) > 1e-6) {
-            /* the Newton step went uphill: halve it and evaluate again */
-            step *= 0.5;
-            *u = u_prev + step;
-            continue;
-        }
-        double alpha = ctx.alpha;
-        double Su = alpha * S1, Suu = alpha * alpha * S2 + alpha * S1;
-        step = Suu > 0 ? -Su / Suu : (Su > 0 ? -0.5 : 0.5);
-        step = step > 0.5 ? 0.5 : step < -0.5 ? -0.5 : step;
-        u_prev = *u;
-        S_prev = S;
-        *S_out = S;
-        if (fabs(step) < tol || Su == 0) {
-            *done = true;
-            return 0;
-        }
-        if (fabs(step) < finish && Suu > 0) {
-            double da = alpha * expm1(step);
-            for (size_t i = 0; i < 2 * d; i++)
-                pc[i] += dz[i] * da;
-            *S_out = S + S1 * da + 0.5 * S2 * da * da;
-            *u += step;
-            *done = true;
-            return 0;
-        }
-        *u += step;
-    }
-    *u = u_prev; /* pc and S_out belong to the last accepted point */
-    return 0;
-}
-
-static int pass_channel(run *r, double alpha0, nc_fit_result *fr, int *passes, nc_err *err)
-{
-    const size_t d = r->d;
-    double *mem = malloc(((size_t)NC_SHARDS * CH_N + 4) * d * sizeof *mem);
-    double *pc = malloc(2 * d * sizeof *pc);
-    run sub = *r;
-    size_t *idx = NULL;
-    double *subc = NULL;
-    unsigned char *subs = NULL;
-    int rc = 0;
-    if (!mem || !pc) {
-        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for the per-channel fit",
-                        r->spec->name);
-        goto out;
-    }
-    double u = log(alpha0), S = NAN;
-    bool done = false;
-    int before = *passes;
-    /* stage 1: Newton on a strided sample of the tokens, to a loose tolerance */
-    size_t stride = CHANNEL_SAMPLE_STRIDE, m = (r->nt + stride - 1) / stride;
-    if (m * d < CHANNEL_SAMPLE_POINTS)
-        m = r->nt;
-    if (m < r->nt) {
-        idx = malloc(m * sizeof *idx);
-        subc = malloc(2 * m * sizeof *subc);
-        subs = malloc(m);
-        if (!idx || !subc || !subs) {
-            rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory", r->spec->name);
-            goto out;
-        }
-        for (size_t j = 0; j < m; j++) {
-            size_t t = j * stride;
-            idx[j] = r->tokens ? r->tokens[t] : t;
-            subc[j] = r->centre[t];
-            subc[m + j] = r->inv[t];
-            subs[j] = r->status[t];
-        }
-        sub.nt = m;
-        sub.tokens = idx;
-        sub.centre = subc;
-        sub.inv = subc + m;
-        sub.status = subs;
-        sub.pass.tokens = idx;
-        sub.pass.ntokens = m;
-        if ((rc = newton_channel(&sub, mem, mem + (size_t)NC_SHARDS * CH_N * d,
-                                 CHANNEL_SAMPLE_TOL, 0.0, CHANNEL_MAX_PASSES, &u, pc, &S, &done,
-                                 passes, err)))
-            goto out;
-    }
-    /* stage 2: all tokens, to full precision */
-    if ((rc = newton_channel(r, mem, mem + (size_t)NC_SHARDS * CH_N * d, CHANNEL_TOL,
-                             CHANNEL_FINISH, CHANNEL_MAX_PASSES, &u, pc, &S, &done, passes, err)))
-        goto out;
-    fr->params.p[0] = exp(u);
-    fr->params.pc = pc;
-    fr->params.d = d;
-    pc = NULL;
-    fr->objective = S;
-    fr->iterations = *passes - before;
-    fr->converged = done;
-    fr->ok = true;
-    snprintf(fr->status, sizeof fr->status, "%s",
-             done ? "ok" : "Newton passes reached the limit before the tolerance");
-out:
-    free(mem);
-    free(pc);
-    free(idx);
-    free(subc);
-    free(subs);
-    return rc;
-}
-
 /* =============================================================== verify */
 
 typedef struct verify_acc {
@@ -753,7 +466,7 @@ NC_VMATH_CLONES static void verify_block(void *vctx, int shard, size_t t0, size_
     }
 }
 
-/* ================================================================= fits */
+/* ============================================================ analysis */
 
 /* Draws `m` distinct token indices of [0, N), ascending (Floyd's algorithm
  * on a bitmap). */
@@ -779,171 +492,6 @@ static size_t *sample_tokens(size_t N, size_t m, uint64_t seed)
     free(mark);
     return out;
 }
-
-static void fit_status(nc_fit_result *fr, const nc_fit_out *fo)
-{
-    fr->iterations = fo->iterations;
-    fr->converged = fo->converged;
-    fr->objective = fo->objective;
-    snprintf(fr->status, sizeof fr->status, "%s", fo->status);
-    fr->ok = true;
-}
-
-static void set_amp(nc_fit_result *fr, nc_amp amp, const nc_layer_spec *spec, size_t d,
-                    nc_fit_opts *o)
-{
-    fr->amp_fixed = nc_amp_resolve(amp, spec->norm, d, &fr->amp, &fr->amp_rule);
-    o->amp_fixed = fr->amp_fixed;
-    o->amp = fr->amp;
-}
-
-/* Coarse points for the scans: consecutive groups of the (x-ordered) bins
- * merged into at most `target` weighted means. buf: [3 * target]. */
-static nc_points coarsen(const nc_points *bins, size_t target, double *buf)
-{
-    size_t g = (bins->n + target - 1) / target, k = 0;
-    double *x = buf, *y = buf + target, *w = buf + 2 * target;
-    for (size_t b0 = 0; b0 < bins->n; b0 += g, k++) {
-        double sw = 0, sx = 0, sy = 0;
-        for (size_t b = b0; b < b0 + g && b < bins->n; b++) {
-            sw += bins->w[b];
-            sx += bins->w[b] * bins->x[b];
-            sy += bins->w[b] * bins->y[b];
-        }
-        x[k] = sx / sw;
-        y[k] = sy / sw;
-        w[k] = sw;
-    }
-    return (nc_points){.x = x, .y = y, .w = w, .n = k};
-}
-
-/* A fit through the levels of data, coarse to fine: the scan (or LM's
- * start) on the coarsest, then each finer level polishes from the previous
- * optimum. levels[] ends with the finest available (bins or raw points). */
-typedef struct levels {
-    const nc_points *lv[3];
-    int n;
-} levels;
-
-static int fit_profiled(int fam, const levels *L, nc_fit_opts o, nc_fit_result *fr,
-                        nc_err *err)
-{
-    nc_fit_out fo = {0};
-    int (*fit)(const nc_points *, const nc_fit_opts *, nc_fit_out *, nc_err *) =
-        fam == NC_FIT_DYT ? nc_fit_dyt : nc_fit_dyisru;
-    int iters = 0;
-    for (int k = 0; k < L->n; k++) {
-        int rc = fit(L->lv[k], &o, &fo, err);
-        if (rc)
-            return rc;
-        iters += fo.iterations;
-        if (!fo.converged)
-            break; /* report the coarse answer with its status */
-        o.start = fo.p[0];
-    }
-    fo.iterations = iters;
-    memcpy(fr->params.p, fo.p, sizeof fo.p);
-    fit_status(fr, &fo);
-    return 0;
-}
-
-/* Points for the scans (at most this many coarse bins). */
-#define COARSE_POINTS 2048
-
-static int run_fits(run *r, nc_layer_result *res, const nc_points *bins, const nc_points *raw,
-                    double xs, const bins_ctx *bc, nc_err *err)
-{
-    const nc_layer_spec *spec = r->spec;
-    const size_t d = r->d;
-    nc_fit_result *F = res->fits;
-    const nc_points *pts = raw->n > 0 ? raw : bins; /* the finest data there is */
-    int rc;
-    double coarse_buf[3 * COARSE_POINTS];
-    nc_points coarse;
-    levels L = {.n = 0};
-    if (bins->n > 2 * COARSE_POINTS) {
-        coarse = coarsen(bins, COARSE_POINTS, coarse_buf);
-        L.lv[L.n++] = &coarse;
-    }
-    L.lv[L.n++] = bins;
-    if (raw->n > 0)
-        L.lv[L.n++] = raw;
-
-    if (spec->fit[NC_FIT_LINEAR]) {
-        /* closed form from the exact centred sums of the bins pass */
-        const bins_acc *a = &bc->acc[0];
-        double n = (double)res->points, sxx = nc_sum_get(&a->sxx), sxy = nc_sum_get(&a->sxy);
-        double slope = sxx > 0 ? sxy / sxx : 0;
-        F[NC_FIT_LINEAR].params.p[0] = slope;
-        F[NC_FIT_LINEAR].params.p[1] = nc_sum_get(&a->sy) / n - slope * bc->xmean;
-        F[NC_FIT_LINEAR].iterations = 1;
-        F[NC_FIT_LINEAR].converged = sxx > 0;
-        snprintf(F[NC_FIT_LINEAR].status, sizeof F[0].status, "%s",
-                 sxx > 0 ? "ok" : "all x equal: slope set to 0");
-        F[NC_FIT_LINEAR].ok = true;
-    }
-    bool need_dyt = spec->fit[NC_FIT_DYT] || spec->fit[NC_FIT_DERF] ||
-                    spec->fit[NC_FIT_DYT_PER_CHANNEL];
-    nc_fit_opts o = {.x_scale = xs};
-    if (need_dyt) {
-        set_amp(&F[NC_FIT_DYT], spec->amp_dyt, spec, d, &o);
-        if ((rc = fit_profiled(NC_FIT_DYT, &L, o, &F[NC_FIT_DYT], err)))
-            return rc;
-    }
-    if (spec->fit[NC_FIT_DYISRU]) {
-        nc_fit_result *fr = &F[NC_FIT_DYISRU];
-        o = (nc_fit_opts){.x_scale = xs};
-        set_amp(fr, spec->amp_dyisru, spec, d, &o); /* config validation keeps it fixed */
-        if ((rc = fit_profiled(NC_FIT_DYISRU, &L, o, fr, err)))
-            return rc;
-    }
-    if (spec->fit[NC_FIT_DYISRU_FREE]) {
-        o = (nc_fit_opts){.x_scale = xs};
-        if ((rc = fit_profiled(NC_FIT_DYISRU, &L, o, &F[NC_FIT_DYISRU_FREE], err)))
-            return rc;
-    }
-    if (spec->fit[NC_FIT_DERF] && F[NC_FIT_DYT].ok) {
-        nc_fit_result *fr = &F[NC_FIT_DERF];
-        nc_fit_out fo;
-        o = (nc_fit_opts){.x_scale = xs};
-        set_amp(fr, spec->amp_derf, spec, d, &o);
-        /* tanh(z) ~ erf(z sqrt(pi)/2) near 0: start from the DyT fit on the
-         * coarsest level, then polish level by level */
-        const double *p = F[NC_FIT_DYT].params.p;
-        double init[4] = {p[0] * 0.886226925452758, 0.0, p[1], p[2]};
-        int iters = 0;
-        for (int k = 0; k < L.n; k++) {
-            if ((rc = nc_fit_derf(L.lv[k], &o, init, &fo, err)))
-                return rc;
-            iters += fo.iterations;
-            memcpy(init, fo.p, sizeof init);
-        }
-        fo.iterations = iters;
-        memcpy(fr->params.p, fo.p, sizeof fo.p);
-        fit_status(fr, &fo);
-    }
-    double rho = res->stats.rho;
-    if (spec->fit[NC_FIT_DYT_THEORY]) {
-        nc_fit_result *fr = &F[NC_FIT_DYT_THEORY];
-        fr->params = nc_dyt_theory_params(rho, d);
-        fr->ok = fr->converged = true;
-        snprintf(fr->status, sizeof fr->status, "ok");
-    }
-    if (spec->fit[NC_FIT_DYISRU_THEORY]) {
-        nc_fit_result *fr = &F[NC_FIT_DYISRU_THEORY];
-        fr->params = nc_dyisru_theory_params(rho, d);
-        fr->ok = fr->converged = true;
-        snprintf(fr->status, sizeof fr->status, "ok");
-    }
-    /* the solver's objective for the closed-form and theory curves too */
-    for (int j = 0; j < NC_FIT_COUNT; j++)
-        if (F[j].ok && j != NC_FIT_DYT_PER_CHANNEL &&
-            (j == NC_FIT_LINEAR || nc_surrogate_get((nc_fit_id)j)->theory))
-            F[j].objective = nc_fit_objective(pts, nc_surrogate_get((nc_fit_id)j), &F[j].params);
-    return 0;
-}
-
-/* ============================================================ analysis */
 
 int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *err)
 {
@@ -1170,7 +718,8 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
 
     /* ---- fits on the points (no pass over the data) ---- */
     t0 = now_s();
-    if ((rc = run_fits(&r, res, &bins, &raw, res->stats.std, bc, err)))
+    affine_sums aff = {nc_sum_get(&A->sxx), nc_sum_get(&A->sxy), nc_sum_get(&A->sy), bc->xmean};
+    if ((rc = nc_layer_run_fits(&r, res, &bins, &raw, res->stats.std, &aff, err)))
         goto out;
     res->time_fits_s = now_s() - t0;
 
@@ -1178,7 +727,8 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
     t0 = now_s();
     if (spec->fit[NC_FIT_DYT_PER_CHANNEL] && res->fits[NC_FIT_DYT].ok) {
         nc_fit_result *fr = &res->fits[NC_FIT_DYT_PER_CHANNEL];
-        if ((rc = pass_channel(&r, res->fits[NC_FIT_DYT].params.p[0], fr, &res->passes, err)))
+        if ((rc = nc_layer_fit_channel(&r, res->fits[NC_FIT_DYT].params.p[0], fr, &res->passes,
+                                       err)))
             goto out;
     }
     if (!spec->fit[NC_FIT_DYT])

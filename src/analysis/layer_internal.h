@@ -1,0 +1,62 @@
+/*
+ * layer_internal.h - what the files of the layer analysis share (internal
+ * to src/analysis/layer*.c and src/analysis/channel.c): the state of one
+ * analysis and the two stages that live outside layer.c.
+ *
+ *   layer.c       the pipeline (nc_layer_analyze): the stats, bins and
+ *                 verify passes, spec defaults, amplitude rules, results
+ *   layer_fits.c  the fits on the bins or raw points (no pass over the data)
+ *   channel.c     DyT with per-channel gamma_i, beta_i: exact Newton passes
+ *
+ * Legend as in layer.c: N tokens, d channels, t a visited token.
+ *
+ * Left out: everything a caller outside the module may use (layer.h).
+ */
+#ifndef NC_LAYER_INTERNAL_H
+#define NC_LAYER_INTERNAL_H
+
+#include <stddef.h>
+
+#include "analysis/fit.h"
+#include "analysis/layer.h"
+#include "core/par.h"
+#include "util/err.h"
+
+/* State shared by the passes of one analysis. */
+typedef struct run {
+    const nc_layer_spec *spec;
+    size_t N, d, nt;       /* nt: tokens visited */
+    const size_t *tokens;  /* the sample (NULL: all) */
+    double *centre, *inv;  /* [nt] per-token centre and 1/scale */
+    unsigned char *status; /* [nt] nc_token_status */
+    double *weight, *bias; /* [d] affine part, or NULL */
+    nc_pass pass;
+} run;
+
+/* The affine baseline's exact sums from the bins pass, over all used
+ * points, with x centred by the input mean xmean: sum (x - xmean)^2,
+ * sum (x - xmean) y and sum y. */
+typedef struct affine_sums {
+    double sxx, sxy, sy;
+    double xmean;
+} affine_sums;
+
+/* layer_fits.c: every requested fit but the per-channel one, into
+ * res->fits, on the fit points: bins (the x-ordered nonempty bins, weighted)
+ * and raw (the raw points; n = 0 when the layer is binned), coarse to fine
+ * (layer_fits.c); xs is the x scale of the scans (the input's std); the
+ * affine baseline is closed-form from aff.
+ * DyT is fitted when Derf or the per-channel fit needs it, even if not
+ * requested itself. Needs res->points and res->stats.rho. Errors as fit.h. */
+int nc_layer_run_fits(const run *r, nc_layer_result *res, const nc_points *bins,
+                      const nc_points *raw, double xs, const affine_sums *aff, nc_err *err);
+
+/* channel.c: DyT with per-channel gamma_i, beta_i by exact Newton passes
+ * over r's tokens, starting from alpha0 (the pooled DyT fit's alpha); fills
+ * fr (params.pc owned by fr afterwards, iterations = passes made) and adds
+ * the passes made to *passes. Sets r->pass.scratch_bytes. A fit that does
+ * not converge is a status in fr, not an error; errors: NC_ENOMEM and those
+ * of nc_pass_run. */
+int nc_layer_fit_channel(run *r, double alpha0, nc_fit_result *fr, int *passes, nc_err *err);
+
+#endif
