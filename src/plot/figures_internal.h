@@ -1,0 +1,88 @@
+/*
+ * figures_internal.h - what the files of the paper-style figures share
+ * (internal to src/plot/figures.c, fig_panels.c and fig_sweep.c): the job
+ * a figure is built in, the memory it owns, and the steps each file
+ * provides to the others.
+ *
+ *   figures.c     the driver: spec parsing, jobs, the raster pass, files
+ *   fig_panels.c  the panels of each figure kind
+ *   fig_sweep.c   the sweep figures (nc_figures_sweeps)
+ *
+ * Left out: everything a caller outside these files may use (figures.h).
+ */
+#ifndef NC_FIGURES_INTERNAL_H
+#define NC_FIGURES_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "analysis/plan.h"
+#include "plot/figure.h"
+#include "plot/figures.h"
+#include "util/err.h"
+
+/* One figure being built: its panels and everything they point to (curves,
+ * marks, strings: owned by the job), the stem of its file names and its
+ * metadata. The panels' density rasters are owned by the job too. */
+typedef struct job {
+    const nc_fig_spec *spec;
+    nc_figure fig;
+    nc_panel panels[64];
+    size_t npanels;
+    void **owned; /* everything allocated for this job */
+    size_t nowned, capowned;
+    bool oom;
+    char stem[192];
+    char meta_params[2048];
+    char meta_panels[1024];
+    const char *meta[16];
+} job;
+
+/* ---- figures.c ---------------------------------------------------------- */
+
+/* n zeroed bytes (at least 1) owned by job j, freed by nc_fig_job_free.
+ * NULL when out of memory, which also sets j->oom. */
+void *nc_fig_jalloc(job *j, size_t n);
+
+/* A printf-formatted string owned by job j (as nc_fig_jalloc), or NULL. */
+__attribute__((format(printf, 2, 3))) char *nc_fig_jprintf(job *j, const char *fmt, ...);
+
+/* Frees what job j owns and its panels' rasters; not j itself. */
+void nc_fig_job_free(job *j);
+
+/* A file stem from text: letters, digits, '.', '_' and '-' kept, anything
+ * else becomes '_'; cut to cap - 1 characters. */
+void nc_fig_sanitize(char *dst, size_t cap, const char *src);
+
+/* Lays out j's figure as a grid of n panels, cols per row (0: up to 3),
+ * each w_in x h_in inches unless the spec s gives the figure's size. */
+void nc_fig_set_grid(job *j, size_t n, int cols, double w_in, double h_in,
+                     const nc_fig_spec *s);
+
+/* Renders job j in each format of its spec (PNG by default) with its
+ * metadata (command, the plan's layers it shows and their fits) into set,
+ * as <stem>.<ext>; the names go to files[] as nc_figures_render says. */
+int nc_fig_render_job(job *j, const char *command, struct nc_outset *set, char **files,
+                      size_t cap, size_t *nfiles, const nc_plan *plan, nc_err *err);
+
+/* ---- fig_panels.c ------------------------------------------------------- */
+
+/* Each fills panel p of job j (title, labels, ranges, curves, marks,
+ * legend) for one figure kind; the density raster, if the kind has one, is
+ * the driver's. Those returning bool give false when out of memory (j->oom
+ * may also be set); those returning int, 0 or an NC_E* code with err set. */
+
+/* scatter (and each panel of scatter-grid, brief: shorter fit labels) */
+bool nc_fig_scatter_panel(job *j, const nc_plan_layer *pl, nc_panel *p, bool brief);
+bool nc_fig_jacobian_panel(job *j, const nc_plan_layer *pl, nc_panel *p);
+bool nc_fig_by_token_panel(job *j, const nc_plan_layer *pl, nc_panel *p);
+/* by-channel, highlighting the first k of the layer's top channels */
+bool nc_fig_by_channel_panel(job *j, const nc_plan_layer *pl, nc_panel *p, size_t k);
+bool nc_fig_outlier_panel(job *j, const nc_plan_layer *pl, nc_panel *p);
+/* alpha-std over the plan layers sel[nsel]; NC_EINVAL when none has a DyT fit */
+int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_t nsel,
+                           nc_panel *p, nc_err *err);
+/* tanh-family, with the alphas of j's spec */
+int nc_fig_tanh_panel(job *j, nc_panel *p, nc_err *err);
+
+#endif
