@@ -1,0 +1,262 @@
+/*
+ * jacobian_internal.h - what the two files of the diagonal-Jacobian
+ * comparison share (internal to src/analysis/jacobian*.c): the per-token
+ * sweeps that both the streaming pass (jacobian.c) and the dense check
+ * (jacobian_dense.c) run, and the dense check's entry point.
+ *
+ * Legend as in jacobian.c: d channels, i a channel; y = (x - c_t) * inv_t
+ * the norm's output before the affine part; jd = diag(J); g a probe (or the
+ * real gradient at the norm's output), v = J^T g.
+ *
+ * The sweeps are NC_VM_INLINE, and must stay so: a call from a
+ * NC_VMATH_CLONES function (jac_block, compare_columns) would leave its
+ * AVX2 clone for the baseline copy. That is why they live in a header and
+ * not in a .c file of their own.
+ *
+ * Left out: everything a caller outside the module may use (jacobian.h).
+ */
+#ifndef NC_JACOBIAN_INTERNAL_H
+#define NC_JACOBIAN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "analysis/jacobian.h"
+#include "core/sum.h"
+#include "core/vmath.h"
+
+static inline double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ============================================================ vectors */
+
+/* The hot sweeps (token_state, errors_of, sq_err, jacobian.c's sq_diff_max
+ * and those of the dense check) are written with explicit four-double
+ * vectors (GCC and clang's vector extension; the baseline clone does each
+ * as two SSE2 operations) instead of NC_LANES lane loops: GCC 12 compiles
+ * the lane loops as a two-trip inner loop with the partial sums on the
+ * stack, a store-to-load chain through every step, and with an unroll
+ * pragma it transposes the data instead (3 to 5 times the instructions
+ * either way). Lanes 0-3 are one vector and 4-7 another, element i goes to
+ * lane i mod NC_LANES and the lanes are added as nc_lanes_total does: the
+ * same bits as the scalar form. */
+
+/* Four doubles in one value, two of which hold the NC_LANES = 8 lanes; V4
+ * reads or writes four consecutive doubles at p as one (aligned to a
+ * double only, and allowed to alias them). No function takes or returns a
+ * v4d: that would change the ABI between the AVX2 and baseline clones. */
+typedef double v4d __attribute__((vector_size(4 * sizeof(double))));
+typedef int64_t v4i __attribute__((vector_size(4 * sizeof(int64_t)))); /* masks */
+typedef double v4d_mem __attribute__((vector_size(4 * sizeof(double)), aligned(sizeof(double)),
+                                      may_alias));
+#define V4(p) (*(v4d_mem *)(p))
+typedef float v4f_mem __attribute__((vector_size(4 * sizeof(float)), aligned(sizeof(float)),
+                                     may_alias));
+#define V4F(p) (*(const v4f_mem *)(p)) /* four floats, read only */
+
+/* ========================================================== one token */
+
+/* J_ii = inv (a - y_i^2 / d), a = 1 - 1/d for LayerNorm (the 1 1^T/d
+ * term), 1 for RMSNorm */
+NC_VM_INLINE double diag_a(nc_norm_kind norm, size_t d)
+{
+    return norm == NC_LAYERNORM ? 1.0 - 1.0 / (double)d : 1.0;
+}
+
+/* ||J||_F^2 from syy = sum y^2 and sy = sum y (jacobian.h) */
+static inline double frob2_from(nc_norm_kind norm, double syy, double sy, double inv, size_t d)
+{
+    const double dd = (double)d, q = syy / dd;
+    if (norm == NC_RMSNORM)
+        return inv * inv * ((dd - 2.0 * q) + q * q);
+    const double m = sy / dd;
+    return inv * inv * (((dd - 1.0) - 2.0 * q) + q * q + 2.0 * m * m);
+}
+
+/* Per token: y = (x - c) inv and jd = diag(J) (jacobian.h), and the sums
+ * sums[0..4) = sum y^2, sum y, sum jd^2, sum (jd y)^2, in one sweep. */
+NC_VM_INLINE void token_state(nc_norm_kind norm, const double *x, double c, double inv,
+                              size_t d, double *y, double *jd, double sums[4])
+{
+    const double dd = (double)d, a = diag_a(norm, d);
+    v4d yy0 = {0, 0, 0, 0}, yy1 = yy0, sy0 = yy0, sy1 = yy0, jj0 = yy0, jj1 = yy0;
+    v4d rr0 = yy0, rr1 = yy0;
+    size_t i = 0;
+    for (; i + NC_LANES <= d; i += NC_LANES) {
+        v4d y0 = (V4(x + i) - c) * inv, y1 = (V4(x + i + 4) - c) * inv;
+        v4d j0 = inv * (a - y0 * y0 / dd), j1 = inv * (a - y1 * y1 / dd);
+        v4d r0 = j0 * y0, r1 = j1 * y1;
+        V4(y + i) = y0;
+        V4(y + i + 4) = y1;
+        V4(jd + i) = j0;
+        V4(jd + i + 4) = j1;
+        yy0 += y0 * y0;
+        yy1 += y1 * y1;
+        sy0 += y0;
+        sy1 += y1;
+        jj0 += j0 * j0;
+        jj1 += j1 * j1;
+        rr0 += r0 * r0;
+        rr1 += r1 * r1;
+    }
+    double syy[NC_LANES], sy[NC_LANES], sjj[NC_LANES], srad[NC_LANES];
+    V4(syy) = yy0;
+    V4(syy + 4) = yy1;
+    V4(sy) = sy0;
+    V4(sy + 4) = sy1;
+    V4(sjj) = jj0;
+    V4(sjj + 4) = jj1;
+    V4(srad) = rr0;
+    V4(srad + 4) = rr1;
+    for (int l = 0; i < d; i++, l++) {
+        double yi = (x[i] - c) * inv, ji = inv * (a - yi * yi / dd), r = ji * yi;
+        y[i] = yi;
+        jd[i] = ji;
+        syy[l] += yi * yi;
+        sy[l] += yi;
+        sjj[l] += ji * ji;
+        srad[l] += r * r;
+    }
+    sums[0] = nc_lanes_total(syy);
+    sums[1] = nc_lanes_total(sy);
+    sums[2] = nc_lanes_total(sjj);
+    sums[3] = nc_lanes_total(srad);
+}
+
+/* sum_i (D_i g_i - v_i)^2: the squared error of a diagonal D against v */
+NC_VM_INLINE double sq_err(const double *D, const double *g, const double *v, size_t n)
+{
+    v4d lo = {0, 0, 0, 0}, hi = lo;
+    size_t i = 0;
+    for (; i + NC_LANES <= n; i += NC_LANES) {
+        v4d e0 = V4(D + i) * V4(g + i) - V4(v + i);
+        v4d e1 = V4(D + i + 4) * V4(g + i + 4) - V4(v + i + 4);
+        lo += e0 * e0;
+        hi += e1 * e1;
+    }
+    double s[NC_LANES];
+    V4(s) = lo;
+    V4(s + 4) = hi;
+    for (int l = 0; i < n; i++, l++) {
+        double e = D[i] * g[i] - v[i];
+        s[l] += e * e;
+    }
+    return nc_lanes_total(s);
+}
+
+/* sq_err for two diagonals D1, D2 at once, into out[0] and out[1]: g and v
+ * are loaded once for both (the sweep is bound by its loads, not by its
+ * arithmetic). */
+NC_VM_INLINE void sq_err2(const double *D1, const double *D2, const double *g, const double *v,
+                          size_t n, double out[2])
+{
+    v4d a0 = {0, 0, 0, 0}, a1 = a0, b0 = a0, b1 = a0;
+    size_t i = 0;
+    for (; i + NC_LANES <= n; i += NC_LANES) {
+        v4d g0 = V4(g + i), g1 = V4(g + i + 4), v0 = V4(v + i), v1 = V4(v + i + 4);
+        v4d e0 = V4(D1 + i) * g0 - v0, e1 = V4(D1 + i + 4) * g1 - v1;
+        v4d f0 = V4(D2 + i) * g0 - v0, f1 = V4(D2 + i + 4) * g1 - v1;
+        a0 += e0 * e0;
+        a1 += e1 * e1;
+        b0 += f0 * f0;
+        b1 += f1 * f1;
+    }
+    double sa[NC_LANES], sb[NC_LANES];
+    V4(sa) = a0;
+    V4(sa + 4) = a1;
+    V4(sb) = b0;
+    V4(sb + 4) = b1;
+    for (int l = 0; i < n; i++, l++) {
+        double e = D1[i] * g[i] - v[i], f = D2[i] * g[i] - v[i];
+        sa[l] += e * e;
+        sb[l] += f * f;
+    }
+    out[0] = nc_lanes_total(sa);
+    out[1] = nc_lanes_total(sb);
+}
+
+/* For one gradient g: v = J^T g = inv (g - [mean g] - y (y.g)/d) into v[d],
+ * *v2 = ||v||^2, e2[0] = ||diag(J) g - v||^2 and e2[1 + j] = ||diag(f'_j)
+ * g - v||^2 for the ns rows f'_j at fp + j d. A sweep for y.g (and sum g),
+ * one for v and the diagonal's error, one per pair of surrogates (the
+ * partial sums in registers). */
+NC_VM_INLINE void errors_of(nc_norm_kind norm, const double *y, const double *jd,
+                            const double *fp, int ns, double inv, size_t d, const double *g,
+                            double *v, double *v2, double *e2)
+{
+    const double dd = (double)d;
+    v4d yg0 = {0, 0, 0, 0}, yg1 = yg0, sg0 = yg0, sg1 = yg0;
+    size_t i = 0;
+    for (; i + NC_LANES <= d; i += NC_LANES) {
+        v4d g0 = V4(g + i), g1 = V4(g + i + 4);
+        yg0 += V4(y + i) * g0;
+        yg1 += V4(y + i + 4) * g1;
+        sg0 += g0;
+        sg1 += g1;
+    }
+    double syg[NC_LANES], sg[NC_LANES];
+    V4(syg) = yg0;
+    V4(syg + 4) = yg1;
+    V4(sg) = sg0;
+    V4(sg + 4) = sg1;
+    const size_t i_tail = i;
+    for (int l = 0; i < d; i++, l++) {
+        syg[l] += y[i] * g[i];
+        sg[l] += g[i];
+    }
+    const double yg = nc_lanes_total(syg) / dd;
+    const double mg = norm == NC_LAYERNORM ? nc_lanes_total(sg) / dd : 0.0;
+
+    /* v_i = inv ((g_i - mg) - y_i yg); e_i = jd_i g_i - v_i */
+    v4d sv0 = {0, 0, 0, 0}, sv1 = sv0, se0 = sv0, se1 = sv0;
+    for (i = 0; i < i_tail; i += NC_LANES) {
+        v4d g0 = V4(g + i), g1 = V4(g + i + 4);
+        v4d v0 = inv * ((g0 - mg) - V4(y + i) * yg);
+        v4d v1 = inv * ((g1 - mg) - V4(y + i + 4) * yg);
+        v4d e0 = V4(jd + i) * g0 - v0, e1 = V4(jd + i + 4) * g1 - v1;
+        V4(v + i) = v0;
+        V4(v + i + 4) = v1;
+        sv0 += v0 * v0;
+        sv1 += v1 * v1;
+        se0 += e0 * e0;
+        se1 += e1 * e1;
+    }
+    double sv[NC_LANES], se[NC_LANES];
+    V4(sv) = sv0;
+    V4(sv + 4) = sv1;
+    V4(se) = se0;
+    V4(se + 4) = se1;
+    for (int l = 0; i < d; i++, l++) {
+        double vi = inv * ((g[i] - mg) - y[i] * yg), e = jd[i] * g[i] - vi;
+        v[i] = vi;
+        sv[l] += vi * vi;
+        se[l] += e * e;
+    }
+    *v2 = nc_lanes_total(sv);
+    e2[0] = nc_lanes_total(se);
+    int j = 0;
+    for (; j + 2 <= ns; j += 2)
+        sq_err2(fp + (size_t)j * d, fp + (size_t)(j + 1) * d, g, v, d, e2 + 1 + j);
+    if (j < ns)
+        e2[1 + j] = sq_err(fp + (size_t)j * d, g, v, d);
+}
+
+/* ========================================================= dense check */
+
+/* jacobian_dense.c: the dense check of jacobian.h on m of the layer's used
+ * tokens (used of them in res->tok; m <= used), with the pass's probes
+ * (pseed = seed ^ NC_JAC_SEED_TAG, P per token) and, when grad is given,
+ * the real gradient (times weight, if not NULL). Fills out's dense_*
+ * fields, tokens_materialised and time_dense_gemm_s. The caller has
+ * checked that a d x d float matrix is allowed (d <= INT_MAX). Errors:
+ * NC_ENOMEM. */
+int nc_jac_dense_check(const nc_layer_result *res, const nc_tensor *x, const nc_tensor *grad,
+                       const double *weight, size_t m, size_t used, uint64_t pseed, size_t P,
+                       nc_jac_result *out, nc_err *err);
+
+#endif
