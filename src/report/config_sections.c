@@ -1,0 +1,349 @@
+/*
+ * config_sections.c - the optional top-level sections of a config
+ * (config_internal.h; the README's "Config files"): "fits", "amplitude",
+ * "jacobian", "sweep" (with its grids and fixed amplitudes) and each entry
+ * of "figures", validated into nc_config as strictly as the rest.
+ *
+ * Left out: the top level, the layers and their synthetic data, and the
+ * config object itself (config.c); the typed key readers (config_walk.c).
+ */
+#include "report/config_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/sweep.h"
+
+int nc_config_parse_amplitude(walker *w, const cJSON *obj, nc_config *cfg)
+{
+    static const char *const keys[] = {"dyt", "dyisru", "derf", NULL};
+    if (!cJSON_IsObject(obj))
+        return bad(w, "amplitude", "an object with keys dyt, dyisru, derf");
+    int rc = nc_config_check_keys(w, obj, "amplitude", keys);
+    if (rc)
+        return rc;
+    nc_amp *dst[3] = {&cfg->amp_dyt, &cfg->amp_dyisru, &cfg->amp_derf};
+    for (int k = 0; k < 3; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, keys[k]);
+        if (!v)
+            continue;
+        char p[PATH_MAX_LEN];
+        nc_config_child_path(p, "amplitude", keys[k]);
+        const char *what = "\"free\", \"sqrt(d)\", \"sqrt(d-1)\", \"auto\" or a number > 0";
+        if (cJSON_IsNumber(v)) {
+            if (!(v->valuedouble > 0) || !isfinite(v->valuedouble))
+                return bad(w, p, what);
+            *dst[k] = (nc_amp){NC_AMP_VALUE, v->valuedouble};
+        } else if (!cJSON_IsString(v) || !nc_amp_parse(v->valuestring, dst[k])) {
+            return bad(w, p, what);
+        }
+        if (k == 1 && dst[k]->rule == NC_AMP_FREE)
+            return bad(w, p, "a fixed amplitude (the free-scale DyISRU is the fit "
+                             "\"dyisru_free\")");
+    }
+    return 0;
+}
+
+int nc_config_parse_fits(walker *w, const cJSON *arr, nc_config *cfg)
+{
+    if (!cJSON_IsArray(arr))
+        return bad(w, "fits", "an array of fit names");
+    bool fit[NC_FIT_COUNT] = {false};
+    int k = 0;
+    for (const cJSON *v = arr->child; v; v = v->next, k++) {
+        char p[PATH_MAX_LEN];
+        snprintf(p, sizeof p, "fits[%d]", k);
+        const nc_surrogate *s = cJSON_IsString(v) ? nc_surrogate_find(v->valuestring) : NULL;
+        if (!s) {
+            char names[256], what[300];
+            nc_config_fit_names(names, sizeof names);
+            snprintf(what, sizeof what, "one of: %s", names);
+            return bad(w, p, what);
+        }
+        fit[s->id] = true;
+    }
+    memcpy(cfg->fit, fit, sizeof fit);
+    return 0;
+}
+
+int nc_config_parse_jacobian(walker *w, const cJSON *obj, nc_config *cfg)
+{
+    static const char *const keys[] = {"enabled", "probes", "dense_tokens", "seed", NULL};
+    if (!cJSON_IsObject(obj))
+        return bad(w, "jacobian", "an object");
+    int rc = nc_config_check_keys(w, obj, "jacobian", keys);
+    uint64_t u;
+    if (rc || (rc = nc_config_get_bool(w, obj, "enabled", "jacobian", &cfg->jacobian.enabled)))
+        return rc;
+    u = cfg->jacobian.probes;
+    if ((rc = nc_config_get_uint(w, obj, "probes", "jacobian", 1, 1024, &u)))
+        return rc;
+    cfg->jacobian.probes = (size_t)u;
+    u = cfg->jacobian.dense_tokens;
+    if ((rc = nc_config_get_uint(w, obj, "dense_tokens", "jacobian", 1, 1e9, &u)))
+        return rc;
+    cfg->jacobian.dense_tokens = (size_t)u;
+    if (cJSON_GetObjectItemCaseSensitive(obj, "seed")) {
+        if ((rc = nc_config_get_uint(w, obj, "seed", "jacobian", 0, 9007199254740992.0,
+                                     &cfg->jacobian.seed)))
+            return rc;
+        cfg->jacobian.has_seed = true;
+    }
+    return 0;
+}
+
+int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_config *cfg)
+{
+    static const char *const keys[] = {"type", "layers", "format", "width", "height", "dpi",
+                                       "curves", "tokens", "channels", "alphas", "cols", "legend",
+                                       "name", NULL};
+    char path[PATH_MAX_LEN], p[PATH_MAX_LEN];
+    snprintf(path, sizeof path, "figures[%d]", idx);
+    if (!cJSON_IsObject(obj))
+        return bad(w, path, "an object");
+    int rc = nc_config_check_keys(w, obj, path, keys);
+    if (rc)
+        return rc;
+    nc_fig_spec *f;
+    if ((rc = nc_config_add_figure(cfg, &f, w->err)))
+        return rc;
+    char *type = NULL;
+    if ((rc = nc_config_get_string(w, obj, "type", path, &type)))
+        return rc;
+    nc_config_child_path(p, path, "type");
+    const char *kinds = "one of: scatter, scatter-grid, by-token, by-channel, jacobian, "
+                        "alpha-std, tanh-family, outlier-steps";
+    bool ok = type && nc_fig_kind_parse(type, &f->kind);
+    free(type);
+    if (!ok)
+        return bad(w, p, kinds);
+    const cJSON *v;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "layers"))) {
+        nc_config_child_path(p, path, "layers");
+        if ((rc = nc_config_get_strings(w, v, p, &f->layers, &f->nlayers)))
+            return rc;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "format"))) {
+        nc_config_child_path(p, path, "format");
+        char **fm = NULL;
+        size_t nf = 0;
+        rc = nc_config_get_strings(w, v, p, &fm, &nf);
+        for (size_t k = 0; k < nf && !rc; k++) {
+            unsigned bits;
+            if (!nc_fig_formats_parse(fm[k], &bits))
+                rc = bad(w, p, "\"png\", \"pdf\" or \"svg\" (or an array of them)");
+            else
+                f->formats |= bits;
+        }
+        for (size_t k = 0; k < nf; k++)
+            free(fm[k]);
+        free(fm);
+        if (rc)
+            return rc;
+    }
+    if ((rc = nc_config_get_number(w, obj, "width", path, 0.5, 100, &f->width_in, NULL)) ||
+        (rc = nc_config_get_number(w, obj, "height", path, 0.5, 100, &f->height_in, NULL)) ||
+        (rc = nc_config_get_number(w, obj, "dpi", path, 10, 2400, &f->dpi, NULL)))
+        return rc;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "curves"))) {
+        nc_config_child_path(p, path, "curves");
+        if (!cJSON_IsArray(v))
+            return bad(w, p, "an array of fit names");
+        for (const cJSON *e = v->child; e; e = e->next) {
+            const nc_surrogate *s = cJSON_IsString(e) ? nc_surrogate_find(e->valuestring) : NULL;
+            if (!s) {
+                char names[256], what[300];
+                nc_config_fit_names(names, sizeof names);
+                snprintf(what, sizeof what, "an array of fit names (%s)", names);
+                return bad(w, p, what);
+            }
+            f->curves[s->id] = true;
+        }
+    }
+    uint64_t u = 0;
+    if ((rc = nc_config_get_uint(w, obj, "tokens", path, 1, 64, &u)))
+        return rc;
+    f->tokens = (size_t)u;
+    u = 0;
+    if ((rc = nc_config_get_uint(w, obj, "channels", path, 1, NC_TOP_CHANNELS, &u)))
+        return rc;
+    f->channels = (size_t)u;
+    u = 0;
+    if ((rc = nc_config_get_uint(w, obj, "cols", path, 1, 16, &u)))
+        return rc;
+    f->cols = (int)u;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "alphas"))) {
+        nc_config_child_path(p, path, "alphas");
+        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < 1 ||
+            cJSON_GetArraySize(v) > NC_FIG_MAX_ALPHAS)
+            return bad(w, p, "an array of 1 to 8 positive numbers");
+        for (const cJSON *e = v->child; e; e = e->next) {
+            if (!cJSON_IsNumber(e) || !(e->valuedouble > 0) || !isfinite(e->valuedouble))
+                return bad(w, p, "an array of 1 to 8 positive numbers");
+            f->alphas[f->nalphas++] = e->valuedouble;
+        }
+    }
+    char *legend = NULL;
+    if ((rc = nc_config_get_string(w, obj, "legend", path, &legend)))
+        return rc;
+    if (legend) {
+        bool known = nc_fig_legend_parse(legend, &f->legend);
+        free(legend);
+        if (!known) {
+            nc_config_child_path(p, path, "legend");
+            return bad(w, p, "a legend position (auto, none, upper left, upper right, lower "
+                             "left, lower right, right, center left, center right, lower "
+                             "center, upper center, center)");
+        }
+    }
+    if ((rc = nc_config_get_string(w, obj, "name", path, &f->name)))
+        return rc;
+    if (f->name) {
+        for (const char *c = f->name; *c; c++)
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                  *c == '_' || *c == '-' || *c == '.')) {
+                nc_config_child_path(p, path, "name");
+                return bad(w, p, "a file name stem of letters, digits, '.', '_' and '-'");
+            }
+    }
+    return 0;
+}
+
+/* A sweep grid: a list of positive numbers, "auto", or
+ * {"from": a, "to": b, "steps": n, "scale": "log" | "linear"}. */
+static int parse_grid(walker *w, const cJSON *v, const char *path, double **grid, size_t *n,
+                      bool *is_auto)
+{
+    const char *what = "a list of positive numbers, \"auto\", or {\"from\", \"to\", "
+                       "\"steps\", \"scale\"}";
+    if (cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0) {
+        *is_auto = true;
+        return 0;
+    }
+    if (cJSON_IsArray(v)) {
+        size_t m = (size_t)cJSON_GetArraySize(v);
+        if (m == 0 || m > 100000)
+            return bad(w, path, "a list of 1 to 100000 positive numbers");
+        if (!(*grid = malloc(m * sizeof **grid)))
+            return nc_err_set(w->err, NC_ENOMEM, "out of memory");
+        size_t k = 0;
+        for (const cJSON *e = v->child; e; e = e->next, k++) {
+            if (!cJSON_IsNumber(e) || !(e->valuedouble > 0) || !isfinite(e->valuedouble))
+                return bad(w, path, "a list of positive numbers");
+            if (k && !(e->valuedouble > (*grid)[k - 1]))
+                return bad(w, path, "a list of positive numbers in ascending order");
+            (*grid)[k] = e->valuedouble;
+        }
+        *n = m;
+        return 0;
+    }
+    if (!cJSON_IsObject(v))
+        return bad(w, path, what);
+    static const char *const keys[] = {"from", "to", "steps", "scale", NULL};
+    int rc = nc_config_check_keys(w, v, path, keys);
+    if (rc)
+        return rc;
+    double from = 0, to = 0;
+    uint64_t steps = 100;
+    bool has_from = false, has_to = false;
+    if ((rc = nc_config_get_number(w, v, "from", path, 1e-300, 1e300, &from, &has_from)) ||
+        (rc = nc_config_get_number(w, v, "to", path, 1e-300, 1e300, &to, &has_to)) ||
+        (rc = nc_config_get_uint(w, v, "steps", path, 2, 100000, &steps)))
+        return rc;
+    char p[PATH_MAX_LEN];
+    if (!has_from || !has_to) {
+        nc_config_child_path(p, path, has_from ? "to" : "from");
+        return bad(w, p, "a positive number");
+    }
+    if (!(to > from)) {
+        nc_config_child_path(p, path, "to");
+        return bad(w, p, "a number greater than \"from\"");
+    }
+    char *scale = NULL;
+    if ((rc = nc_config_get_string(w, v, "scale", path, &scale)))
+        return rc;
+    bool log_scale = !scale || strcmp(scale, "log") == 0;
+    bool known = !scale || log_scale || strcmp(scale, "linear") == 0;
+    free(scale);
+    if (!known) {
+        nc_config_child_path(p, path, "scale");
+        return bad(w, p, "\"log\" or \"linear\"");
+    }
+    if (!(*grid = malloc(steps * sizeof **grid)))
+        return nc_err_set(w->err, NC_ENOMEM, "out of memory");
+    nc_sweep_grid(from, to, (size_t)steps, log_scale, *grid);
+    *n = (size_t)steps;
+    return 0;
+}
+
+static int parse_amp_value(walker *w, const cJSON *obj, const char *key, const char *path,
+                           bool allow_free, nc_amp *amp)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v)
+        return 0;
+    char p[PATH_MAX_LEN];
+    nc_config_child_path(p, path, key);
+    const char *what = "\"sqrt(d)\", \"sqrt(d-1)\", \"auto\" or a number > 0";
+    if (cJSON_IsNumber(v) && v->valuedouble > 0 && isfinite(v->valuedouble)) {
+        *amp = (nc_amp){NC_AMP_VALUE, v->valuedouble};
+        return 0;
+    }
+    if (!cJSON_IsString(v) || !nc_amp_parse(v->valuestring, amp) ||
+        (!allow_free && amp->rule == NC_AMP_FREE))
+        return bad(w, p, what);
+    return 0;
+}
+
+int nc_config_parse_sweep(walker *w, const cJSON *obj, nc_config *cfg)
+{
+    static const char *const keys[] = {"alpha", "C", "steps", "gamma", "beta", "scale",
+                                       "layers", "figure", "csv", "format", NULL};
+    struct nc_config_sweep *sw = &cfg->sweep;
+    if (!cJSON_IsObject(obj))
+        return bad(w, "sweep", "an object");
+    int rc = nc_config_check_keys(w, obj, "sweep", keys);
+    if (rc)
+        return rc;
+    sw->enabled = true;
+    const cJSON *v;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "alpha")) &&
+        (rc = parse_grid(w, v, "sweep.alpha", &sw->alpha, &sw->nalpha, &sw->alpha_auto)))
+        return rc;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "C")) &&
+        (rc = parse_grid(w, v, "sweep.C", &sw->C, &sw->nC, &sw->C_auto)))
+        return rc;
+    if (!sw->nalpha && !sw->alpha_auto && !sw->nC && !sw->C_auto)
+        return bad(w, "sweep", "an \"alpha\" or \"C\" grid");
+    uint64_t u = sw->auto_steps;
+    if ((rc = nc_config_get_uint(w, obj, "steps", "sweep", 2, 100000, &u)))
+        return rc;
+    sw->auto_steps = (size_t)u;
+    if ((rc = parse_amp_value(w, obj, "gamma", "sweep", false, &sw->gamma)) ||
+        (rc = nc_config_get_number(w, obj, "beta", "sweep", -1e6, 1e6, &sw->beta, NULL)) ||
+        (rc = parse_amp_value(w, obj, "scale", "sweep", false, &sw->scale)) ||
+        (rc = nc_config_get_bool(w, obj, "figure", "sweep", &sw->figure)) ||
+        (rc = nc_config_get_bool(w, obj, "csv", "sweep", &sw->csv)))
+        return rc;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "layers")) &&
+        (rc = nc_config_get_strings(w, v, "sweep.layers", &sw->layers, &sw->nlayers)))
+        return rc;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "format"))) {
+        char **fm = NULL;
+        size_t nf = 0;
+        rc = nc_config_get_strings(w, v, "sweep.format", &fm, &nf);
+        for (size_t k = 0; k < nf && !rc; k++) {
+            unsigned bits;
+            if (!nc_fig_formats_parse(fm[k], &bits))
+                rc = bad(w, "sweep.format", "\"png\", \"pdf\" or \"svg\" (or a list)");
+            else
+                sw->formats |= bits;
+        }
+        for (size_t k = 0; k < nf; k++)
+            free(fm[k]);
+        free(fm);
+    }
+    return rc;
+}

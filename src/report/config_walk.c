@@ -1,0 +1,169 @@
+/*
+ * config_walk.c - the config walker's helpers (config_internal.h): each
+ * reads one key of a cJSON object, checks its type and range, and on
+ * failure names the file and the key path ("<file>: layers[2].eps:
+ * expected a number in [0, 1]"); plus the key-set check of an object and
+ * the resolution of input paths against the config's folder.
+ *
+ * Left out: what the keys mean and which are allowed where (config.c,
+ * config_sections.c), and JSON parsing itself (cJSON).
+ */
+#include "report/config_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* parent.key, cut at PATH_MAX_LEN (only ever used in messages). */
+void nc_config_child_path(char *out, const char *parent, const char *key)
+{
+    size_t n = strlen(parent);
+    if (n >= PATH_MAX_LEN)
+        n = PATH_MAX_LEN - 1;
+    memcpy(out, parent, n);
+    if (n && n + 1 < PATH_MAX_LEN)
+        out[n++] = '.';
+    size_t k = strlen(key);
+    if (k > PATH_MAX_LEN - 1 - n)
+        k = PATH_MAX_LEN - 1 - n;
+    memcpy(out + n, key, k);
+    out[n + k] = '\0';
+}
+
+/* Every key of obj must be in allowed (NULL-terminated), once. */
+int nc_config_check_keys(walker *w, const cJSON *obj, const char *path,
+                         const char *const *allowed)
+{
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        bool known = false;
+        for (const char *const *a = allowed; *a; a++)
+            known = known || strcmp(c->string, *a) == 0;
+        char p[PATH_MAX_LEN];
+        nc_config_child_path(p, path, c->string);
+        if (!known) {
+            char list[512];
+            size_t used = 0;
+            list[0] = '\0';
+            for (const char *const *a = allowed; *a && used < sizeof list; a++) {
+                int n = snprintf(list + used, sizeof list - used, "%s%s",
+                                 a == allowed ? "" : ", ", *a);
+                if (n < 0)
+                    break;
+                used += (size_t)n;
+            }
+            return nc_err_set(w->err, NC_EINVAL, "%s: %s: unknown key (expected one of: %s)",
+                              w->file, p, list);
+        }
+        for (const cJSON *d = c->next; d; d = d->next)
+            if (strcmp(c->string, d->string) == 0)
+                return nc_err_set(w->err, NC_EINVAL, "%s: %s: duplicate key", w->file, p);
+    }
+    return 0;
+}
+
+int nc_config_get_string(walker *w, const cJSON *obj, const char *key, const char *path,
+                         char **out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v)
+        return 0;
+    char p[PATH_MAX_LEN];
+    nc_config_child_path(p, path, key);
+    if (!cJSON_IsString(v) || !v->valuestring)
+        return bad(w, p, "a string");
+    if (!v->valuestring[0])
+        return bad(w, p, "a non-empty string");
+    free(*out);
+    if (!(*out = strdup(v->valuestring)))
+        return nc_err_set(w->err, NC_ENOMEM, "out of memory");
+    return 0;
+}
+
+int nc_config_get_number(walker *w, const cJSON *obj, const char *key, const char *path,
+                         double lo, double hi, double *out, bool *present)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v)
+        return 0;
+    char p[PATH_MAX_LEN], what[96];
+    nc_config_child_path(p, path, key);
+    if (isinf(hi))
+        snprintf(what, sizeof what, "a number >= %g", lo);
+    else
+        snprintf(what, sizeof what, "a number in [%g, %g]", lo, hi);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo ||
+        v->valuedouble > hi)
+        return bad(w, p, what);
+    *out = v->valuedouble;
+    if (present)
+        *present = true;
+    return 0;
+}
+
+int nc_config_get_uint(walker *w, const cJSON *obj, const char *key, const char *path,
+                       double lo, double hi, uint64_t *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v)
+        return 0;
+    char p[PATH_MAX_LEN], what[96];
+    nc_config_child_path(p, path, key);
+    snprintf(what, sizeof what, "a whole number in [%.0f, %.0f]", lo, hi);
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
+        v->valuedouble != floor(v->valuedouble))
+        return bad(w, p, what);
+    *out = (uint64_t)v->valuedouble;
+    return 0;
+}
+
+int nc_config_get_bool(walker *w, const cJSON *obj, const char *key, const char *path,
+                       bool *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v)
+        return 0;
+    char p[PATH_MAX_LEN];
+    nc_config_child_path(p, path, key);
+    if (!cJSON_IsBool(v))
+        return bad(w, p, "true or false");
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+/* An input path: absolute, or relative to the config's folder. */
+int nc_config_resolve(walker *w, const char *p, char **out)
+{
+    free(*out);
+    *out = NULL;
+    size_t n = strlen(w->dir) + strlen(p) + 2;
+    char *s = malloc(n);
+    if (!s)
+        return nc_err_set(w->err, NC_ENOMEM, "out of memory");
+    if (p[0] == '/' || !w->dir[0])
+        snprintf(s, n, "%s", p);
+    else
+        snprintf(s, n, "%s/%s", w->dir, p);
+    *out = s;
+    return 0;
+}
+
+/* An array of strings into (owned) *out / *n; what names the elements. */
+int nc_config_get_strings(walker *w, const cJSON *v, const char *path, char ***out, size_t *n)
+{
+    const char *what = "a string or an array of strings";
+    size_t m = cJSON_IsString(v) ? 1 : cJSON_IsArray(v) ? (size_t)cJSON_GetArraySize(v) : 0;
+    if (m == 0)
+        return bad(w, path, what);
+    if (!(*out = calloc(m, sizeof **out)))
+        return nc_err_set(w->err, NC_ENOMEM, "out of memory");
+    const cJSON *e = cJSON_IsString(v) ? v : v->child;
+    for (size_t k = 0; k < m; k++, e = e->next) {
+        if (!cJSON_IsString(e) || !e->valuestring[0])
+            return bad(w, path, what);
+        if (!((*out)[k] = strdup(e->valuestring)))
+            return nc_err_set(w->err, NC_ENOMEM, "out of memory");
+        *n = k + 1;
+    }
+    return 0;
+}
