@@ -152,4 +152,5 @@ help:
 	@echo "make install    install the binary (PREFIX=$(PREFIX), DESTDIR)"
 	@echo "make format     clang-format the sources"
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d) \
+         $(FUZZ_SRC:%.c=$(BUILD)/%.d) $(BUILD)/tests/fuzz/replay.d $(BUILD)/tests/bench/bench.d

@@ -27,6 +27,8 @@
 
 #include <cJSON.h>
 
+#include "util/jsonscan.h"
+
 /* Sizes are exact in a double below 2^53. */
 #define EXACT_LIMIT 9007199254740992.0
 
@@ -446,6 +448,13 @@ int nc_st_parse(const unsigned char *buf, size_t len, const char *path, nc_st **
                           "with '{'",
                           path, found);
     }
+
+    size_t raw_at;
+    if (nc_json_raw_control(json, (size_t)H, &raw_at))
+        return nc_err_set(err, NC_EFORMAT,
+                          "%s: header at offset %zu: found byte 0x%02x inside a string, expected "
+                          "control characters escaped (JSON)",
+                          path, 8 + raw_at, (unsigned char)json[raw_at]);
 
     int rc = 0;
     nc_st *st = calloc(1, sizeof *st);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "report/config_internal.h"
+#include "util/jsonscan.h"
 
 #define CONFIG_MAX_BYTES (16u << 20)
 
@@ -258,10 +259,14 @@ static int parse_synth(walker *w, const cJSON *obj, const char *path, nc_config 
                                    &dummy)) ||
         (rc = nc_config_get_number(w, obj, "outlier_spread", path, 0, 2, &sp->outlier_spread,
                                    &dummy)) ||
-        (rc = nc_config_get_number(w, obj, "nu", path, 2.0000001, INFINITY, &sp->nu, &dummy)) ||
+        (rc = nc_config_get_number(w, obj, "nu", path, 2.0, INFINITY, &sp->nu, &dummy)) ||
         (rc = nc_config_get_number(w, obj, "offset_std", path, 0, 1e3, &sp->offset_std,
                                    &dummy)))
         return rc;
+    if (!(sp->nu > 2)) { /* the bulk is scaled to unit variance: needs nu > 2 */
+        nc_config_child_path(p, path, "nu");
+        return bad(w, p, "a number > 2 (Student-t degrees of freedom with a finite variance)");
+    }
     u = sp->outliers;
     if ((rc = nc_config_get_uint(w, obj, "outliers", path, 0, 1e6, &u)))
         return rc;
@@ -449,6 +454,21 @@ int nc_config_parse(const char *text, size_t len, const char *path, nc_config **
     if (slash == path)
         snprintf(w.dir, sizeof w.dir, "/");
     const char *end = NULL;
+    size_t bad_at;
+    if (nc_json_raw_control(text, len, &bad_at)) {
+        int line = 1, col = 1;
+        for (size_t k = 0; k < bad_at; k++) {
+            if (text[k] == '\n') {
+                line++;
+                col = 1;
+            } else {
+                col++;
+            }
+        }
+        return nc_err_set(err, NC_EINVAL, "%s: malformed JSON at line %d, column %d: a raw "
+                          "control character (byte 0x%02x) inside a string (write it escaped)",
+                          path, line, col, (unsigned char)text[bad_at]);
+    }
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
     if (root) {
         /* only white space may follow the document */

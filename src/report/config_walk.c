@@ -40,7 +40,7 @@ int nc_config_check_keys(walker *w, const cJSON *obj, const char *path,
         for (const char *const *a = allowed; *a; a++)
             known = known || strcmp(c->string, *a) == 0;
         char p[PATH_MAX_LEN];
-        nc_config_child_path(p, path, c->string);
+        nc_config_child_path(p, path, c->string[0] ? c->string : "\"\"");
         if (!known) {
             char list[512];
             size_t used = 0;

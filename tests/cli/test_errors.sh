@@ -36,7 +36,11 @@ files = {
     "unknown.json": json.dumps({"layers": [{"file": "a.npy"}, {"file": "b.npy"}, {"file": "c.npy", "epss": 1e-5}]}).encode(),
     "mistyped.json": json.dumps({"layers": [{"file": "a.npy"}, {"file": "b.npy"}, {"file": "c.npy", "eps": "small"}]}).encode(),
     "nolayers.json": json.dumps({"name": "x"}).encode(),
+    "rawctl.json": b'{"layers": [{"file": "a\x00b.npy"}]}',
+    "nulname.safetensors": b"",
 }
+h = b'{"a\x00b": {"dtype": "F32", "shape": [1, 2], "data_offsets": [0, 8]}}'
+files["nulname.safetensors"] = struct.pack("<Q", len(h)) + h + b"\0" * 8
 for name, data in files.items():
     with open(f"{t}/{name}", "wb") as f:
         f.write(data)
@@ -94,6 +98,8 @@ bad_run "$T/bad.json" "$T/bad.json: malformed JSON at line 1, column 32"
 bad_run "$T/unknown.json" "$T/unknown.json: layers[2].epss: unknown key (expected one of: file, synth, tensor, label, norm, eps, output, weight, bias, grad_output, experiment)"
 bad_run "$T/mistyped.json" "$T/mistyped.json: layers[2].eps: expected a number in [0, 1]"
 bad_run "$T/nolayers.json" "$T/nolayers.json: layers: missing (expected an array of layers)"
+bad_run "$T/rawctl.json" "$T/rawctl.json: malformed JSON at line 1, column 24: a raw control character (byte 0x00) inside a string (write it escaped)"
+bad_fit "$T/nulname.safetensors" "$T/nulname.safetensors: header at offset 11: found byte 0x00 inside a string, expected control characters escaped (JSON)"
 bad_run "$T/nothere.json" "$T/nothere.json: cannot open config file: No such file or directory"
 
 # output folder not writable: a regular file in the way, and (as an

@@ -1,0 +1,25 @@
+/*
+ * jsonscan.c - raw control characters in JSON strings (jsonscan.h).
+ */
+#include "util/jsonscan.h"
+
+bool nc_json_raw_control(const char *text, size_t n, size_t *pos)
+{
+    bool in_string = false;
+    for (size_t k = 0; k < n; k++) {
+        unsigned char c = (unsigned char)text[k];
+        if (!in_string) {
+            in_string = c == '"';
+            continue;
+        }
+        if (c < 0x20) {
+            *pos = k;
+            return true;
+        }
+        if (c == '\\')
+            k++; /* the escaped character, whatever it is */
+        else if (c == '"')
+            in_string = false;
+    }
+    return false;
+}

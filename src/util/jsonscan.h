@@ -1,0 +1,20 @@
+/*
+ * jsonscan.h - what cJSON lets through that JSON forbids.
+ *
+ * cJSON accepts raw control characters (bytes below 0x20, NUL included)
+ * inside strings, and a NUL silently ends the string: a config path
+ * "x<NUL>.npy" would become "x". JSON (RFC 8259, section 7) requires them
+ * escaped. This scan runs before cJSON on configs and safetensors headers.
+ */
+#ifndef NC_JSONSCAN_H
+#define NC_JSONSCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* True if text[0..n) has a byte below 0x20 inside a string; *pos is then
+ * its offset. Strings are found by their quotes, honouring backslash
+ * escapes; bytes outside strings are left to the JSON parser. */
+bool nc_json_raw_control(const char *text, size_t n, size_t *pos);
+
+#endif
