@@ -79,7 +79,7 @@ BENCH    := $(BUILD)/normcmp-bench
 ALL_CFLAGS  = $(XCFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(XLDFLAGS) $(LDFLAGS)
 
-.PHONY: all test demo bench fuzz figures golden format deps install clean help
+.PHONY: all test demo bench fuzz figures format deps install clean help
 .DEFAULT_GOAL := all
 
 all: $(BIN)
@@ -124,9 +124,6 @@ fuzz:
 	@scripts/deps.sh fuzz
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 
-golden: $(BIN)
-	@BUILD=$(BUILD) tests/run.sh --golden
-
 format:
 	clang-format -i $(wildcard src/*.c src/*/*.c src/*/*.h tests/*/*.c tests/*/*.h)
 
@@ -147,7 +144,6 @@ help:
 	@echo "make bench      time each stage on a 4096 x 4096 layer (NATIVE=1: -march=native)"
 	@echo "make figures    regenerate every paper-style figure into out/figures/"
 	@echo "make fuzz       run each libFuzzer target (FUZZ_SECONDS=60 each)"
-	@echo "make golden     rewrite the CLI golden files (review the diff)"
 	@echo "make deps       install the Debian packages (root or sudo)"
 	@echo "make install    install the binary (PREFIX=$(PREFIX), DESTDIR)"
 	@echo "make format     clang-format the sources"

@@ -49,7 +49,7 @@ static void draw(nc_progress *p, double t)
         bar[k] = k < full ? '#' : '.';
     bar[WIDTH] = '\0';
     double rate = t > p->t0 ? (double)p->done / (t - p->t0) : 0.0;
-    fprintf(stderr, "\r\033[Knormcmp: %-16.16s %-10.10s [%s] %3d%%  %.1f Mpt/s", p->label,
+    fprintf(stderr, "\r\033[Knormcmp: %-16.16s %-12.12s [%s] %3d%%  %.1f Mpt/s", p->label,
             p->stage, bar, (int)(100 * frac), rate / 1e6);
     fflush(stderr);
     p->drawn = true;
