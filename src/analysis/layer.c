@@ -113,6 +113,29 @@ static void chan_merge(double *an, double *amean, double *am2, double n, double 
     *an = tot;
 }
 
+/* *lo = min(*lo, v_i), *hi = max(*hi, v_i) over v[0..n) (finite v), in
+ * NC_LANES lanes so that the loop vectorises. */
+NC_VM_INLINE void minmax(const double *v, size_t n, double *lo, double *hi)
+{
+    double l[NC_LANES], h[NC_LANES];
+    for (int j = 0; j < NC_LANES; j++)
+        l[j] = h[j] = v[0];
+    size_t i = 0;
+    for (; i + NC_LANES <= n; i += NC_LANES)
+        for (int j = 0; j < NC_LANES; j++) {
+            l[j] = v[i + j] < l[j] ? v[i + j] : l[j];
+            h[j] = v[i + j] > h[j] ? v[i + j] : h[j];
+        }
+    for (int j = 0; i < n; i++, j++) {
+        l[j] = v[i] < l[j] ? v[i] : l[j];
+        h[j] = v[i] > h[j] ? v[i] : h[j];
+    }
+    for (int j = 0; j < NC_LANES; j++) {
+        *lo = fmin(*lo, l[j]);
+        *hi = fmax(*hi, h[j]);
+    }
+}
+
 NC_VMATH_CLONES static void stats_block(void *vctx, int shard, size_t t0, size_t nt,
                                         const double *rows, void *scratch)
 {
@@ -140,23 +163,7 @@ NC_VMATH_CLONES static void stats_block(void *vctx, int shard, size_t t0, size_t
             double ax = fabs(x[i]);
             chmax[i] = ax > chmax[i] ? ax : chmax[i];
         }
-        double lo[NC_LANES], hi[NC_LANES];
-        for (int j = 0; j < NC_LANES; j++)
-            lo[j] = hi[j] = x[0];
-        size_t i = 0;
-        for (; i + NC_LANES <= d; i += NC_LANES)
-            for (int j = 0; j < NC_LANES; j++) {
-                lo[j] = x[i + j] < lo[j] ? x[i + j] : lo[j];
-                hi[j] = x[i + j] > hi[j] ? x[i + j] : hi[j];
-            }
-        for (int j = 0; i < d; i++, j++) {
-            lo[j] = x[i] < lo[j] ? x[i] : lo[j];
-            hi[j] = x[i] > hi[j] ? x[i] : hi[j];
-        }
-        for (int j = 0; j < NC_LANES; j++) {
-            a->min = fmin(a->min, lo[j]);
-            a->max = fmax(a->max, hi[j]);
-        }
+        minmax(x, d, &a->min, &a->max);
         if (st.status == NC_TOKEN_ZERO_SCALE) {
             a->zero_scale++;
             continue;
@@ -300,25 +307,10 @@ NC_VMATH_CLONES static void bins_block(void *vctx, int shard, size_t t0, size_t 
         const double *x = rows + k * d;
         const double c = r->centre[t], inv = r->inv[t];
         const double xm = ctx->xmean;
-        double lo[NC_LANES], hi[NC_LANES];
-        for (int j = 0; j < NC_LANES; j++)
-            lo[j] = hi[j] = (x[0] - c) * inv;
         for (size_t i = 0; i < d; i++)
             y[i] = (x[i] - c) * inv;
-        size_t i = 0;
-        for (; i + NC_LANES <= d; i += NC_LANES)
-            for (int j = 0; j < NC_LANES; j++) {
-                lo[j] = y[i + j] < lo[j] ? y[i + j] : lo[j];
-                hi[j] = y[i + j] > hi[j] ? y[i + j] : hi[j];
-            }
-        for (int j = 0; i < d; i++, j++) {
-            lo[j] = y[i] < lo[j] ? y[i] : lo[j];
-            hi[j] = y[i] > hi[j] ? y[i] : hi[j];
-        }
-        for (int j = 0; j < NC_LANES; j++) {
-            a->ymin = fmin(a->ymin, lo[j]);
-            a->ymax = fmax(a->ymax, hi[j]);
-        }
+        minmax(y, d, &a->ymin, &a->ymax);
+        size_t i;
         double sxx[NC_LANES] = {0}, sxy[NC_LANES] = {0}, sy[NC_LANES] = {0},
                syy[NC_LANES] = {0};
         for (i = 0; i + NC_LANES <= d; i += NC_LANES)

@@ -160,6 +160,27 @@ static void apply_overrides(nc_config *cfg, const overrides *ov)
         cfg->seed = ov->seed;
 }
 
+/* What fit and run share once cfg is complete: the flags that override it,
+ * the output folder (the flag's, else the config's, else out/<name>), the
+ * command line for the report, and the run itself. Returns the exit
+ * status. argv as the subcommand got it (argv[-1] is the program). */
+static int launch(nc_config *cfg, const overrides *ov, int argc, char **argv,
+                  const char *config_path)
+{
+    nc_err err = {0};
+    apply_overrides(cfg, ov);
+    if ((ov->out || !cfg->output) && set_default_output(cfg, ov->out, &err) != 0)
+        return cli_fail(&err);
+    char *command = cli_command_line(argc + 1, argv - 1);
+    if (!command) {
+        nc_err_set(&err, NC_ENOMEM, "out of memory");
+        return cli_fail(&err);
+    }
+    int status = cli_execute(cfg, command, config_path, ov->quiet);
+    free(command);
+    return status;
+}
+
 static char *dupstr(const char *s)
 {
     return s ? strdup(s) : NULL;
@@ -283,7 +304,6 @@ static int fit_main(int argc, char **argv, int mode)
     nc_norm_kind norm = NC_LAYERNORM;
     double eps = 0;
     int status = 0;
-    char *command = NULL;
 
     if (nc_config_alloc("command line", &cfg, &err) != 0)
         return cli_fail(&err);
@@ -519,19 +539,11 @@ static int fit_main(int argc, char **argv, int mode)
             goto fail;
         }
     }
-    apply_overrides(cfg, &ov);
-    if (set_default_output(cfg, ov.out, &err) != 0)
-        goto fail;
-    if (!(command = cli_command_line(argc + 1, argv - 1))) {
-        nc_err_set(&err, NC_ENOMEM, "out of memory");
-        goto fail;
-    }
-    status = cli_execute(cfg, command, NULL, ov.quiet);
+    status = launch(cfg, &ov, argc, argv, NULL);
     goto out;
 fail:
     status = cli_fail(&err);
 out:
-    free(command);
     nc_config_free(cfg);
     return status;
 }
@@ -578,7 +590,6 @@ static int run_main(int argc, char **argv, bool sweep_mode)
     nc_err err = {0};
     nc_config *cfg = NULL;
     overrides ov = {0};
-    char *command = NULL;
     int status = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:qh", run_options, NULL)) != -1) {
@@ -621,20 +632,11 @@ static int run_main(int argc, char **argv, bool sweep_mode)
                    "\"alpha\" or \"C\" grid)", path);
         goto fail;
     }
-    apply_overrides(cfg, &ov);
-    if (ov.out || !cfg->output)
-        if (set_default_output(cfg, ov.out, &err) != 0)
-            goto fail;
-    if (!(command = cli_command_line(argc + 1, argv - 1))) {
-        nc_err_set(&err, NC_ENOMEM, "out of memory");
-        goto fail;
-    }
-    status = cli_execute(cfg, command, path, ov.quiet);
+    status = launch(cfg, &ov, argc, argv, path);
     goto out;
 fail:
     status = cli_fail(&err);
 out:
-    free(command);
     nc_config_free(cfg);
     return status;
 }

@@ -263,7 +263,7 @@ static int parse_synth(walker *w, const cJSON *obj, const char *path, nc_config 
         (rc = nc_config_get_number(w, obj, "offset_std", path, 0, 1e3, &sp->offset_std,
                                    &dummy)))
         return rc;
-    if (!(sp->nu > 2)) { /* the bulk is scaled to unit variance: needs nu > 2 */
+    if (!steps && !(sp->nu > 2)) { /* the bulk is scaled to unit variance: needs nu > 2 */
         nc_config_child_path(p, path, "nu");
         return bad(w, p, "a number > 2 (Student-t degrees of freedom with a finite variance)");
     }

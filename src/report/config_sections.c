@@ -46,26 +46,53 @@ int nc_config_parse_amplitude(walker *w, const cJSON *obj, nc_config *cfg)
     return 0;
 }
 
-int nc_config_parse_fits(walker *w, const cJSON *arr, nc_config *cfg)
+/* A list of fit names at path into out[] (which the caller zeroes). */
+static int fit_list(walker *w, const cJSON *arr, const char *path, bool out[NC_FIT_COUNT])
 {
     if (!cJSON_IsArray(arr))
-        return bad(w, "fits", "an array of fit names");
-    bool fit[NC_FIT_COUNT] = {false};
+        return bad(w, path, "an array of fit names");
     int k = 0;
     for (const cJSON *v = arr->child; v; v = v->next, k++) {
-        char p[PATH_MAX_LEN];
-        snprintf(p, sizeof p, "fits[%d]", k);
         const nc_surrogate *s = cJSON_IsString(v) ? nc_surrogate_find(v->valuestring) : NULL;
         if (!s) {
-            char names[256], what[300];
+            char p[PATH_MAX_LEN], names[256], what[300];
+            snprintf(p, sizeof p, "%s[%d]", path, k);
             nc_config_fit_names(names, sizeof names);
             snprintf(what, sizeof what, "one of: %s", names);
             return bad(w, p, what);
         }
-        fit[s->id] = true;
+        out[s->id] = true;
     }
-    memcpy(cfg->fit, fit, sizeof fit);
     return 0;
+}
+
+/* "png", "pdf", "svg" or a list of them at path, as NC_FIGFMT_* bits into
+ * *formats. */
+static int format_list(walker *w, const cJSON *v, const char *path, unsigned *formats)
+{
+    char **fm = NULL;
+    size_t nf = 0;
+    int rc = nc_config_get_strings(w, v, path, &fm, &nf);
+    for (size_t k = 0; k < nf && !rc; k++) {
+        unsigned bits;
+        if (!nc_fig_formats_parse(fm[k], &bits))
+            rc = bad(w, path, "\"png\", \"pdf\" or \"svg\" (or a list of them)");
+        else
+            *formats |= bits;
+    }
+    for (size_t k = 0; k < nf; k++)
+        free(fm[k]);
+    free(fm);
+    return rc;
+}
+
+int nc_config_parse_fits(walker *w, const cJSON *arr, nc_config *cfg)
+{
+    bool fit[NC_FIT_COUNT] = {false};
+    int rc = fit_list(w, arr, "fits", fit);
+    if (!rc)
+        memcpy(cfg->fit, fit, sizeof fit);
+    return rc;
 }
 
 int nc_config_parse_jacobian(walker *w, const cJSON *obj, nc_config *cfg)
@@ -127,20 +154,7 @@ int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_config *cfg)
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(obj, "format"))) {
         nc_config_child_path(p, path, "format");
-        char **fm = NULL;
-        size_t nf = 0;
-        rc = nc_config_get_strings(w, v, p, &fm, &nf);
-        for (size_t k = 0; k < nf && !rc; k++) {
-            unsigned bits;
-            if (!nc_fig_formats_parse(fm[k], &bits))
-                rc = bad(w, p, "\"png\", \"pdf\" or \"svg\" (or an array of them)");
-            else
-                f->formats |= bits;
-        }
-        for (size_t k = 0; k < nf; k++)
-            free(fm[k]);
-        free(fm);
-        if (rc)
+        if ((rc = format_list(w, v, p, &f->formats)))
             return rc;
     }
     if ((rc = nc_config_get_number(w, obj, "width", path, 0.5, 100, &f->width_in, NULL)) ||
@@ -149,18 +163,8 @@ int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_config *cfg)
         return rc;
     if ((v = cJSON_GetObjectItemCaseSensitive(obj, "curves"))) {
         nc_config_child_path(p, path, "curves");
-        if (!cJSON_IsArray(v))
-            return bad(w, p, "an array of fit names");
-        for (const cJSON *e = v->child; e; e = e->next) {
-            const nc_surrogate *s = cJSON_IsString(e) ? nc_surrogate_find(e->valuestring) : NULL;
-            if (!s) {
-                char names[256], what[300];
-                nc_config_fit_names(names, sizeof names);
-                snprintf(what, sizeof what, "an array of fit names (%s)", names);
-                return bad(w, p, what);
-            }
-            f->curves[s->id] = true;
-        }
+        if ((rc = fit_list(w, v, p, f->curves)))
+            return rc;
     }
     uint64_t u = 0;
     if ((rc = nc_config_get_uint(w, obj, "tokens", path, 1, 64, &u)))
@@ -330,20 +334,7 @@ int nc_config_parse_sweep(walker *w, const cJSON *obj, nc_config *cfg)
     if ((v = cJSON_GetObjectItemCaseSensitive(obj, "layers")) &&
         (rc = nc_config_get_strings(w, v, "sweep.layers", &sw->layers, &sw->nlayers)))
         return rc;
-    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "format"))) {
-        char **fm = NULL;
-        size_t nf = 0;
-        rc = nc_config_get_strings(w, v, "sweep.format", &fm, &nf);
-        for (size_t k = 0; k < nf && !rc; k++) {
-            unsigned bits;
-            if (!nc_fig_formats_parse(fm[k], &bits))
-                rc = bad(w, "sweep.format", "\"png\", \"pdf\" or \"svg\" (or a list)");
-            else
-                sw->formats |= bits;
-        }
-        for (size_t k = 0; k < nf; k++)
-            free(fm[k]);
-        free(fm);
-    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "format")))
+        rc = format_list(w, v, "sweep.format", &sw->formats);
     return rc;
 }

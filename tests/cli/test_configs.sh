@@ -1,0 +1,34 @@
+# test_configs.sh - every config shipped in configs/ runs as is, and leaves
+# what it promises in its output folder: the report, a copy of the config,
+# and its figures and sweep CSVs (configs/*.json are what `make demo` and
+# `make figures` run; a config that stops working must fail the suite).
+. tests/cli/lib.sh
+
+for cfg in configs/*.json; do
+    name=$(basename "$cfg" .json)
+    run "$NC" run "$cfg" --out "$T/$name" --quiet
+    expect_status 0
+    expect_file "$T/$name/report.json"
+    expect_file "$T/$name/config.json"
+    # every file the report lists as an output exists
+    /usr/bin/python3 - "$T/$name" >"$T/.check" 2>&1 <<'PY'
+import json, os, sys
+d = sys.argv[1]
+rep = json.load(open(os.path.join(d, "report.json")))
+missing = [f for f in rep["outputs"] if not os.path.exists(os.path.join(d, f))]
+print("missing:", missing) if missing else print("ok", len(rep["outputs"]))
+PY
+    if grep -q '^ok' "$T/.check"; then _ok; else _bad "$name: $(cat "$T/.check")"; fi
+done
+# the figures the issue names for make demo
+for f in scatter_grid_synthetic.png scatter_grid_vit4mnist.png late_by_token.png \
+    late_by_channel.png late_jacobian.png ln11_by_token.png ln11_by_channel.png \
+    ln11_jacobian.png alpha_std.png; do
+    expect_file "$T/demo/$f"
+done
+expect_file "$T/fig_sweep/ln05_sweep_alpha.csv"
+expect_file "$T/fig_sweep/ln05_sweep_alpha.png"
+expect_file "$T/outlier_steps/outlier_steps_outlier_steps.png"
+expect_file "$T/fig_tanh_family/tanh_family.svg"
+
+done_tests
