@@ -150,7 +150,7 @@ static double profile_solve(profile *pr, double u_centre, const nc_fit_opts *o, 
     const int nscan = (int)(2 * NC_FIT_SCAN_HALF_WIDTH / NC_FIT_SCAN_STEP) + 1;
     double best_u = u_centre, best_F = INFINITY;
     int best_j = -1, evals = 0;
-    double Fs[256], Gs[256];
+    double Gs[256];
     double ua, ub, Ga, Gb;
     if (o->start > 0 && isfinite(o->start)) {
         /* polish: a narrow bracket around the given start, widened as needed */
@@ -172,7 +172,6 @@ static double profile_solve(profile *pr, double u_centre, const nc_fit_opts *o, 
         double u = u_centre - NC_FIT_SCAN_HALF_WIDTH + j * NC_FIT_SCAN_STEP;
         profile_eval(pr, u, dphi);
         evals++;
-        Fs[j] = pr->F;
         Gs[j] = pr->G;
         if (pr->F < best_F) {
             best_F = pr->F;
@@ -210,7 +209,6 @@ static double profile_solve(profile *pr, double u_centre, const nc_fit_opts *o, 
                  exp(best_u));
         return best_u;
     }
-    (void)Fs;
 brent:;
     /* Brent-Dekker root finding on G over [ua, ub] */
     double a = ua, b = ub, fa = Ga, fb = Gb, c = a, fc = fa, dd = b - a, e = dd;

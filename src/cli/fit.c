@@ -150,6 +150,37 @@ static int set_default_output(nc_config *cfg, const char *out, nc_err *err)
     return cfg->output ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory");
 }
 
+/* The options fit and run share (--out, --threads, --sample-tokens, --seed,
+ * --quiet): 1 if c was one of them, 0 if not, or a negative NC_E* code
+ * with err set for a bad value. */
+static int parse_override(int c, const char *arg, overrides *ov, nc_err *err)
+{
+    int rc = 0;
+    switch (c) {
+    case OPT_OUT:
+        ov->out = arg;
+        return 1;
+    case OPT_QUIET:
+        ov->quiet = true;
+        return 1;
+    case OPT_THREADS:
+        rc = nc_parse_u64(arg, "--threads", 0, 16, &ov->threads, err);
+        ov->has_threads = true;
+        break;
+    case OPT_SAMPLE:
+        rc = nc_parse_u64(arg, "--sample-tokens", 0, UINT64_MAX >> 2, &ov->sample, err);
+        ov->has_sample = true;
+        break;
+    case OPT_SEED:
+        rc = nc_parse_u64(arg, "--seed", 0, UINT64_MAX, &ov->seed, err);
+        ov->has_seed = true;
+        break;
+    default:
+        return 0;
+    }
+    return rc ? rc : 1;
+}
+
 static void apply_overrides(nc_config *cfg, const overrides *ov)
 {
     if (ov->has_threads)
@@ -300,7 +331,7 @@ static int fit_main(int argc, char **argv, int mode)
     const char *tensors[64];
     size_t ntensors = 0;
     const char *label = NULL, *comp[NC_COMP_COUNT] = {NULL};
-    bool has_norm = false, has_eps = false, outlier = false;
+    bool has_eps = false, outlier = false;
     nc_norm_kind norm = NC_LAYERNORM;
     double eps = 0;
     int status = 0;
@@ -311,6 +342,11 @@ static int fit_main(int argc, char **argv, int mode)
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:n:e:o:qh", fit_options, NULL)) != -1) {
         uint64_t u;
+        int h = parse_override(c, optarg, &ov, &err);
+        if (h < 0)
+            goto fail;
+        if (h > 0)
+            continue;
         switch (c) {
         case OPT_TENSOR:
             if (ntensors == sizeof tensors / sizeof tensors[0]) {
@@ -325,15 +361,11 @@ static int fit_main(int argc, char **argv, int mode)
                                          optarg);
                 goto out;
             }
-            has_norm = true;
             break;
         case OPT_EPS:
             if (nc_parse_double(optarg, "--eps", 0, 1, &eps, &err) != 0)
                 goto fail;
             has_eps = true;
-            break;
-        case OPT_OUT:
-            ov.out = optarg;
             break;
         case OPT_LABEL:
             label = optarg;
@@ -373,21 +405,6 @@ static int fit_main(int argc, char **argv, int mode)
             }
             break;
         }
-        case OPT_SAMPLE:
-            if (nc_parse_u64(optarg, "--sample-tokens", 0, UINT64_MAX >> 2, &ov.sample, &err))
-                goto fail;
-            ov.has_sample = true;
-            break;
-        case OPT_SEED:
-            if (nc_parse_u64(optarg, "--seed", 0, UINT64_MAX, &ov.seed, &err))
-                goto fail;
-            ov.has_seed = true;
-            break;
-        case OPT_THREADS:
-            if (nc_parse_u64(optarg, "--threads", 0, 16, &ov.threads, &err))
-                goto fail;
-            ov.has_threads = true;
-            break;
         case OPT_BINS:
             if (nc_parse_u64(optarg, "--bins", 16, 1 << 24, &u, &err))
                 goto fail;
@@ -474,9 +491,6 @@ static int fit_main(int argc, char **argv, int mode)
                 goto fail;
             cfg->jacobian.dense_tokens = (size_t)u;
             break;
-        case OPT_QUIET:
-            ov.quiet = true;
-            break;
         case OPT_HELP:
             fputs(mode == MODE_PLOT ? plot_help : jacobian_mode ? jacobian_help : fit_help, stdout);
             status = cli_finish_stdout(0);
@@ -533,7 +547,6 @@ static int fit_main(int argc, char **argv, int mode)
         for (int cc = 0; cc < NC_COMP_COUNT; cc++)
             if (comp[cc])
                 oom = oom || !(l->comp[cc] = strdup(comp[cc]));
-        (void)has_norm;
         if (oom) {
             nc_err_set(&err, NC_ENOMEM, "out of memory");
             goto fail;
@@ -593,28 +606,12 @@ static int run_main(int argc, char **argv, bool sweep_mode)
     int status = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:qh", run_options, NULL)) != -1) {
+        int h = parse_override(c, optarg, &ov, &err);
+        if (h < 0)
+            goto fail;
+        if (h > 0)
+            continue;
         switch (c) {
-        case OPT_OUT:
-            ov.out = optarg;
-            break;
-        case OPT_THREADS:
-            if (nc_parse_u64(optarg, "--threads", 0, 16, &ov.threads, &err))
-                goto fail;
-            ov.has_threads = true;
-            break;
-        case OPT_SAMPLE:
-            if (nc_parse_u64(optarg, "--sample-tokens", 0, UINT64_MAX >> 2, &ov.sample, &err))
-                goto fail;
-            ov.has_sample = true;
-            break;
-        case OPT_SEED:
-            if (nc_parse_u64(optarg, "--seed", 0, UINT64_MAX, &ov.seed, &err))
-                goto fail;
-            ov.has_seed = true;
-            break;
-        case OPT_QUIET:
-            ov.quiet = true;
-            break;
         case OPT_HELP:
             fputs(sweep_mode ? sweep_help : run_help, stdout);
             return cli_finish_stdout(0);
