@@ -110,8 +110,8 @@ static const char fit_help[] =
     "      --experiment NAME      also run outlier-steps on each layer\n"
     "      --no-jacobian          skip the diagonal-Jacobian comparison\n"
     "      --probes N             random probe gradients per token, 1..1024 (default 8)\n"
-    "      --dense-tokens N       tokens whose d x d Jacobian is built with OpenBLAS (default\n"
-    "                             32; all when d <= 128 and N <= 4096)\n"
+    "      --dense-tokens N       tokens whose d x d Jacobian is built with OpenBLAS (default:\n"
+    "                             2^26/d^2, at least 1, at most 4096: 4 tokens at d = 4096)\n"
     "  -q, --quiet                no progress or messages on stderr\n"
     "  -h, --help                 this help\n";
 
