@@ -3,19 +3,7 @@
  */
 #include "analysis/bins.h"
 
-static uint64_t bits_of(double v)
-{
-    uint64_t b;
-    memcpy(&b, &v, sizeof b);
-    return b;
-}
-
-static double of_bits(uint64_t b)
-{
-    double v;
-    memcpy(&v, &b, sizeof v);
-    return v;
-}
+#include "core/vmath.h"
 
 nc_binmap nc_binmap_make(double w, double xmax, size_t max_bins)
 {
@@ -27,7 +15,7 @@ nc_binmap nc_binmap_make(double w, double xmax, size_t max_bins)
         max_bins = 4;
     nc_binmap bm = {.inv_w = 1.0 / w};
     double vmax = 1.0 + xmax * bm.inv_w;
-    uint64_t span = bits_of(vmax) - bits_of(1.0);
+    uint64_t span = nc_vm_double_to_bits(vmax) - nc_vm_double_to_bits(1.0);
     for (int m = 20; m >= 0; m--) {
         uint64_t half = (span >> (52 - m)) + 1;
         if (2 * half <= max_bins || m == 0) {
@@ -42,9 +30,9 @@ nc_binmap nc_binmap_make(double w, double xmax, size_t max_bins)
 void nc_bin_edges(const nc_binmap *bm, size_t b, double *lo, double *hi)
 {
     size_t k = b >= bm->half ? b - bm->half : bm->half - 1 - b;
-    uint64_t base = bits_of(1.0);
-    double vlo = of_bits(base + ((uint64_t)k << (52 - bm->m)));
-    double vhi = of_bits(base + ((uint64_t)(k + 1) << (52 - bm->m)));
+    uint64_t base = nc_vm_double_to_bits(1.0);
+    double vlo = nc_vm_bits_to_double(base + ((uint64_t)k << (52 - bm->m)));
+    double vhi = nc_vm_bits_to_double(base + ((uint64_t)(k + 1) << (52 - bm->m)));
     double w = 1.0 / bm->inv_w;
     *lo = (vlo - 1.0) * w;
     *hi = (vhi - 1.0) * w;
