@@ -22,12 +22,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            abort();                                                                               \
-    } while (0)
-
 static void check_error(int rc, const nc_err *err)
 {
     REQUIRE(rc == NC_EFORMAT || rc == NC_EUNSUPPORTED || rc == NC_ERANGE);

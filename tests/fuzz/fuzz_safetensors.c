@@ -25,12 +25,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            abort();                                                                               \
-    } while (0)
-
 #define PATH "f.safetensors"
 
 static void check_error(int rc, const nc_st *st, const nc_err *err)

@@ -1,5 +1,7 @@
 /*
- * guard.h - the fuzz targets' guarded copy of an input.
+ * guard.h - what the fuzz targets share: the guarded copies of an input,
+ * and REQUIRE, their check (a broken invariant aborts, which libFuzzer and
+ * the replay build both report as a failure).
  *
  * guard_copy puts the bytes so that they end exactly where a PROT_NONE page
  * begins: reading one byte past the input faults, even inside code that is
@@ -15,6 +17,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#define REQUIRE(cond)                                                                              \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            abort();                                                                               \
+    } while (0)
 
 /* A copy of data[0..size) whose last byte is followed by an unreadable
  * page. Valid until the next call. Aborts if the mapping fails. */
