@@ -11,7 +11,7 @@
 
 #include "core/companion.h"
 #include "core/synth.h"
-#include "io/half.h"
+#include "core/half.h"
 
 static int add_dump(nc_plan *plan, nc_dump *dump, nc_err *err)
 {

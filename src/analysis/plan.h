@@ -24,7 +24,7 @@
 #include "analysis/outlier.h"
 #include "analysis/sweep.h"
 #include "io/dump.h"
-#include "report/config.h"
+#include "config/config.h"
 #include "util/err.h"
 #include "util/progress.h"
 

@@ -11,7 +11,7 @@
 
 #include <stdbool.h>
 
-#include "report/config.h"
+#include "config/config.h"
 #include "util/err.h"
 
 int cli_inspect(int argc, char **argv);

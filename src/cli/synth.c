@@ -20,7 +20,7 @@
 #include "core/companion.h"
 #include "core/norm.h"
 #include "core/synth.h"
-#include "io/half.h"
+#include "core/half.h"
 #include "io/npy.h"
 #include "io/safetensors.h"
 #include "util/outfile.h"

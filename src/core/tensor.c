@@ -3,14 +3,14 @@
  *
  * Conversion goes through memcpy so that unaligned data (safetensors offsets
  * need not be multiples of 4) are read portably; half types are widened by
- * io/half.
+ * core/half.
  */
 #include "core/tensor.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "io/half.h"
+#include "core/half.h"
 #include "util/err.h"
 
 static const struct {

@@ -25,7 +25,7 @@
 #include "analysis/plan.h"
 #include "io/dump.h"
 #include "plot/figures.h"
-#include "report/config.h"
+#include "config/config.h"
 #include "util/outfile.h"
 #include "util/sha256.h"
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_config.c - libFuzzer target for the config parser
- * (report/config.h, nc_config_parse: JSON text, the whole schema; it opens
+ * (config/config.h, nc_config_parse: JSON text, the whole schema; it opens
  * no file).
  *
  * Each input is parsed twice: from an exact-size heap copy (ASan checks
@@ -20,7 +20,7 @@
 
 #include "guard.h"
 #include "plot/figures.h"
-#include "report/config.h"
+#include "config/config.h"
 #include "util/err.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

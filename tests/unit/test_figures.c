@@ -17,7 +17,7 @@
 #include "io/png.h"
 #include "plot/figure.h"
 #include "plot/figures.h"
-#include "report/config.h"
+#include "config/config.h"
 #include "util/outfile.h"
 
 static char dir[] = "/tmp/nc_test_figures_XXXXXX";

@@ -13,7 +13,7 @@
 
 #include "check.h"
 #include "core/tensor.h"
-#include "io/half.h"
+#include "core/half.h"
 #include "io/npy.h"
 #include "util/sink.h"
 

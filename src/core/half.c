@@ -5,7 +5,7 @@
  * binary16: 1 sign, 5 exponent (bias 15), 10 mantissa bits; subnormals are
  * m * 2^-24. bfloat16 is the top half of a binary32.
  */
-#include "io/half.h"
+#include "core/half.h"
 
 #include <string.h>
 

@@ -12,7 +12,7 @@
  * optional sections fits, amplitude, jacobian, sweep and figures
  * (config_sections.c); config_internal.h is what the three share.
  */
-#include "report/config.h"
+#include "config/config.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/config_internal.h"
+#include "config/config_internal.h"
 #include "util/jsonscan.h"
 
 #define CONFIG_MAX_BYTES (16u << 20)

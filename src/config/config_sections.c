@@ -7,7 +7,7 @@
  * Left out: the top level, the layers and their synthetic data, and the
  * config object itself (config.c); the typed key readers (config_walk.c).
  */
-#include "report/config_internal.h"
+#include "config/config_internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
  * Left out: what the keys mean and which are allowed where (config.c,
  * config_sections.c), and JSON parsing itself (cJSON).
  */
-#include "report/config_internal.h"
+#include "config/config_internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /*
  * config_internal.h - what the files of the config reader share (internal
- * to src/report/config*.c): the walker that carries the file name and key
+ * to src/config/config*.c): the walker that carries the file name and key
  * path into every message, its helpers, and the optional sections.
  *
  *   config.c           the config object, the top level, layers, loading
@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "report/config.h"
+#include "config/config.h"
 #include "util/err.h"
 
 #define PATH_MAX_LEN 192
