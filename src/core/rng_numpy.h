@@ -29,9 +29,8 @@
  * project's generators: core/rng.h's nc_det_log, below 1 ulp but not
  * correctly rounded, differs from glibc's in the last bit for a few polar
  * steps in a hundred: with it, 808 of the draws normal(0, 2, 100) for
- * seeds 1..1000 differed from NumPy somewhere). So the draws are NumPy's on the machine they run on; on a
- * platform whose libm rounds log differently, NumPy and this file change
- * together.
+ * seeds 1..1000 differed from NumPy somewhere). So the draws are NumPy's on the machine they run
+ * on; on a platform whose libm rounds log differently, NumPy and this file change together.
  */
 #ifndef NC_RNG_NUMPY_H
 #define NC_RNG_NUMPY_H
