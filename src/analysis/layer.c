@@ -28,6 +28,7 @@
 #include "core/rng.h"
 #include "core/sum.h"
 #include "core/vmath.h"
+#include "util/clock.h"
 
 const char *nc_amp_rule_name(nc_amp_rule rule)
 {
@@ -74,13 +75,6 @@ void nc_layer_spec_defaults(nc_layer_spec *spec)
     spec->amp_dyisru.rule = NC_AMP_AUTO;
     spec->amp_derf.rule = NC_AMP_FREE;
     spec->seed = 1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* ================================================================ stats */
@@ -565,7 +559,7 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
     }
 
     /* ---- pass 1: statistics ---- */
-    double t0 = now_s();
+    double t0 = nc_now_s();
     if (d > 0 && r.nt > 0) {
         if ((rc = pass_stats(&r, &res->stats, err)))
             goto out;
@@ -576,7 +570,7 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
         res->stats.min = res->stats.max = res->stats.rho = NAN;
         res->stats.scale_std = res->stats.scale_min = res->stats.scale_max = NAN;
     }
-    res->time_stats_s = now_s() - t0;
+    res->time_stats_s = nc_now_s() - t0;
     const size_t used = res->stats.tokens_used;
     res->points = used * d;
     if (res->points == 0) {
@@ -589,7 +583,7 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
     }
 
     /* ---- pass 2: bins (or raw points), affine sums, real-output check ---- */
-    t0 = now_s();
+    t0 = nc_now_s();
     bc = calloc(1, sizeof *bc);
     if (!bc) {
         rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for the bins", spec->name);
@@ -706,17 +700,17 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
         res->data_bins = bx; /* the bins feed the coarse fits, then go */
         pxy = NULL;          /* owned by the result now */
     }
-    res->time_bins_s = now_s() - t0;
+    res->time_bins_s = nc_now_s() - t0;
 
     /* ---- fits on the points (no pass over the data) ---- */
-    t0 = now_s();
+    t0 = nc_now_s();
     affine_sums aff = {nc_sum_get(&A->sxx), nc_sum_get(&A->sxy), nc_sum_get(&A->sy), bc->xmean};
     if ((rc = nc_layer_run_fits(&r, res, &bins, &raw, res->stats.std, &aff, err)))
         goto out;
-    res->time_fits_s = now_s() - t0;
+    res->time_fits_s = nc_now_s() - t0;
 
     /* ---- per-channel DyT: exact Newton passes ---- */
-    t0 = now_s();
+    t0 = nc_now_s();
     if (spec->fit[NC_FIT_DYT_PER_CHANNEL] && res->fits[NC_FIT_DYT].ok) {
         nc_fit_result *fr = &res->fits[NC_FIT_DYT_PER_CHANNEL];
         if ((rc = nc_layer_fit_channel(&r, res->fits[NC_FIT_DYT].params.p[0], fr, &res->passes,
@@ -725,10 +719,10 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
     }
     if (!spec->fit[NC_FIT_DYT])
         res->fits[NC_FIT_DYT].ok = false; /* fitted only to seed Derf / per channel */
-    res->time_channel_s = now_s() - t0;
+    res->time_channel_s = nc_now_s() - t0;
 
     /* ---- pass: exact metrics of every fit ---- */
-    t0 = now_s();
+    t0 = nc_now_s();
     vc = calloc(1, sizeof *vc);
     if (!vc) {
         rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory", spec->name);
@@ -770,7 +764,7 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
     }
     for (int k = 0; k < 3; k++)
         res->saturation[k] = vc->alpha > 0 ? (double)V->sat[k] / n : NAN;
-    res->time_verify_s = now_s() - t0;
+    res->time_verify_s = nc_now_s() - t0;
 
 out:
     nc_progress_end(spec->progress);
