@@ -1,7 +1,7 @@
 /*
  * plan.c - resolving a config into layers and running them (plan.h).
  */
-#include "analysis/plan.h"
+#include "plan/plan.h"
 
 #include <math.h>
 #include <stdio.h>
