@@ -14,8 +14,7 @@
 # test fails when one of them is gone, so the list cannot go stale.
 . tests/cli/lib.sh
 
-KNOWN="analysis/layer.c analysis/layer_fits.c
-plot/fig_panels.c plot/figures.c"
+KNOWN="plot/fig_panels.c plot/figures.c"
 
 py=tests/cli/check_layers.py
 
