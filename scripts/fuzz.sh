@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-npy safetensors config}
+targets=${*:-npy safetensors config index}
 case "$seconds" in '' | *[!0-9]*)
     echo "fuzz.sh: SECONDS must be a whole number, found '$seconds'" >&2
     exit 2
