@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analysis/plan.h"
+#include "plan/plan.h"
 #include "plot/figures.h"
 #include "report/report.h"
 #include "report/report.h"

@@ -21,7 +21,7 @@
 #include "analysis/layer.h"
 #include "core/norm.h"
 #include "core/synth.h"
-#include "plot/figures.h"
+#include "config/figspec.h"
 #include "util/err.h"
 
 /* Companion tensors of a layer (DESIGN.md "layer"). */

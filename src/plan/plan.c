@@ -1,7 +1,7 @@
 /*
  * plan.c - resolving a config into layers and running them (plan.h).
  */
-#include "analysis/plan.h"
+#include "plan/plan.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,6 +46,8 @@ static int get_dump(nc_plan *plan, const char *path, nc_dump **out, nc_err *err)
 static int add_input(nc_plan *plan, nc_dump *dump, const nc_tensor *t, const char *role,
                      size_t layer, nc_err *err)
 {
+    /* a sharded dump's tensor is read from (and reported as) its shard */
+    dump = nc_dump_part(dump, t);
     /* every tensor a layer reads must be a float tensor with at least one axis */
     if (!nc_dtype_is_float(t->dtype))
         return nc_err_set(err, NC_EUNSUPPORTED, "%s: tensor '%s': dtype %s is not supported as "
