@@ -220,9 +220,18 @@ static char *dupstr(const char *s)
 /* "data/ln00_input.npy" -> "ln00_input" */
 static char *stem(const char *path)
 {
-    const char *b = strrchr(path, '/');
-    b = b ? b + 1 : path;
-    size_t n = strcspn(b, ".");
+    /* a sharded dump's folder may end in '/'; a glob's name stops at its
+     * first pattern character */
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    const char *b = path;
+    for (size_t k = 0; k < len; k++)
+        if (path[k] == '/' && k + 1 < len)
+            b = path + k + 1;
+    size_t n = strcspn(b, ".*?[/");
+    if (n == 0)
+        return strdup("dump");
     char *s = malloc(n + 1);
     if (s)
         snprintf(s, n + 1, "%.*s", (int)n, b);
