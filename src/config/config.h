@@ -21,7 +21,7 @@
 #include "analysis/layer.h"
 #include "core/norm.h"
 #include "core/synth.h"
-#include "plot/figures.h"
+#include "config/figspec.h"
 #include "util/err.h"
 
 /* Companion tensors of a layer (DESIGN.md "layer"). */
@@ -45,6 +45,8 @@ typedef struct nc_config_layer {
     char *synth_preset;       /* "early", "middle", "late", "outlier-steps" */
     nc_synth_params synth_params;
     bool synth_affine;        /* also generate weight, bias and the real output */
+    nc_synth_rng synth_rng;   /* outlier-steps: the base token's generator ("rng") */
+    size_t synth_draws;       /* outlier-steps: draws of the spread, seeds seed .. ("draws") */
 } nc_config_layer;
 
 typedef struct nc_config {

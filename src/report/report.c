@@ -163,6 +163,10 @@ static void add_config(builder *b, cJSON *root, const nc_config *cfg)
             num(b, s, "tokens", (double)p->N);
             num(b, s, "dim", (double)p->d);
             num(b, s, "seed", (double)p->seed);
+            if (strcmp(l->synth_preset, "outlier-steps") == 0) {
+                str(b, s, "rng", nc_synth_rng_name(l->synth_rng));
+                num(b, s, "draws", (double)l->synth_draws);
+            }
             if (!l->outlier_steps) {
                 num(b, s, "scale_median", p->scale_median);
                 num(b, s, "scale_spread", p->scale_spread);
@@ -313,6 +317,29 @@ static void add_fit(builder *b, cJSON *fits, const nc_layer_result *r, int id)
     }
 }
 
+/* docs/outlier_steps.md, "The spread over draws". */
+static void add_outlier_spread(builder *b, cJSON *o, const nc_outlier_spread *sp)
+{
+    cJSON *s = obj(b, o, "spread");
+    num(b, s, "draws", (double)sp->draws);
+    num(b, s, "seed_first", (double)sp->seed0);
+    num(b, s, "seed_last", (double)(sp->seed0 + sp->draws - 1));
+    str(b, s, "rng", nc_synth_rng_name(sp->rng));
+    const nc_outlier_quantiles *q[5] = {&sp->ratio, &sp->dyt_res, &sp->dyisru_res,
+                                        &sp->mean_others, &sp->ratio_m};
+    const char *names[5] = {"ratio_dyt_to_dyisru", "dyt_mean_abs_residual",
+                            "dyisru_mean_abs_residual", "abs_mean_others",
+                            "ratio_times_abs_mean_others"};
+    for (int k = 0; k < 5; k++) {
+        cJSON *qo = obj(b, s, names[k]);
+        num(b, qo, "median", q[k]->median);
+        num(b, qo, "p05", q[k]->p05);
+        num(b, qo, "p95", q[k]->p95);
+        num(b, qo, "min", q[k]->min);
+        num(b, qo, "max", q[k]->max);
+    }
+}
+
 static void add_outlier_steps(builder *b, cJSON *lo, const nc_outlier_steps *os)
 {
     cJSON *o = obj(b, lo, "outlier_steps");
@@ -331,6 +358,8 @@ static void add_outlier_steps(builder *b, cJSON *lo, const nc_outlier_steps *os)
     }
     num(b, o, "ratio_dyt_to_dyisru", os->ratio);
     ensure_status(b, o, "a residual is zero or undefined");
+    if (os->has_spread)
+        add_outlier_spread(b, o, &os->spread);
 }
 
 static void add_summary(builder *b, cJSON *o, const char *key, const nc_jac_summary *s)

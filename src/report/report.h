@@ -11,7 +11,7 @@
 #ifndef NC_REPORT_H
 #define NC_REPORT_H
 
-#include "analysis/plan.h"
+#include "plan/plan.h"
 #include "util/err.h"
 
 /* The report of a finished plan as JSON text (owned by the caller, free()).

@@ -1,7 +1,7 @@
 /*
  * plan.c - resolving a config into layers and running them (plan.h).
  */
-#include "analysis/plan.h"
+#include "plan/plan.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,6 +46,8 @@ static int get_dump(nc_plan *plan, const char *path, nc_dump **out, nc_err *err)
 static int add_input(nc_plan *plan, nc_dump *dump, const nc_tensor *t, const char *role,
                      size_t layer, nc_err *err)
 {
+    /* a sharded dump's tensor is read from (and reported as) its shard */
+    dump = nc_dump_part(dump, t);
     /* every tensor a layer reads must be a float tensor with at least one axis */
     if (!nc_dtype_is_float(t->dtype))
         return nc_err_set(err, NC_EUNSUPPORTED, "%s: tensor '%s': dtype %s is not supported as "
@@ -308,7 +310,8 @@ static int open_synth_layer(nc_plan *plan, const nc_config_layer *cl, nc_err *er
         return nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu x %zu", label, N, d);
     if (cl->outlier_steps) {
         size_t channel;
-        rc = nc_synth_outlier_steps(sp->seed, d, (int)N, 5.0, 2.0, x, &channel, err);
+        rc = nc_synth_outlier_steps(sp->seed, d, (int)N, 5.0, 2.0, cl->synth_rng, x, &channel,
+                                    err);
     } else {
         rc = nc_synth_fill(sp, x, plan->cfg->threads, err);
     }
@@ -490,6 +493,13 @@ int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err)
             if ((rc = nc_outlier_steps_run(l->x, l->norm, l->eps, &l->outlier_steps, err)))
                 return rc;
             l->has_outlier_steps = true;
+            const nc_config_layer *cl = l->cfg;
+            if (cl->synth && cl->synth_draws > 0 &&
+                (rc = nc_outlier_steps_spread(cl->synth_params.d, (int)cl->synth_params.N,
+                                              cl->synth_rng, cl->synth_params.seed,
+                                              cl->synth_draws, l->norm, l->eps,
+                                              &l->outlier_steps, err)))
+                return rc;
         }
     }
     return 0;
