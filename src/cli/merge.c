@@ -24,7 +24,7 @@
 
 #include <cJSON.h>
 
-#include "analysis/plan.h"
+#include "plan/plan.h"
 #include "plot/figures.h"
 #include "report/html.h"
 #include "report/shard.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/plan.h"
+#include "plan/plan.h"
 #include "io/dump.h"
 #include "plot/figures.h"
 #include "report/html.h"

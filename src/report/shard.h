@@ -17,7 +17,7 @@
 
 #include <cJSON.h>
 
-#include "analysis/plan.h"
+#include "plan/plan.h"
 
 /* The config hash of a report's "config" object as 64 hex digits; false
  * when out of memory. */
