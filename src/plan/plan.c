@@ -72,6 +72,9 @@ static int add_input(nc_plan *plan, nc_dump *dump, const nc_tensor *t, const cha
                               per_token ? "the same tokens and channels" : "d values", b);
         }
     }
+    /* a layer of another shard is checked, not listed: its shard lists it */
+    if (layer < plan->nlayers && !plan->layers[layer].in_shard)
+        return 0;
     nc_plan_input *g = realloc(plan->inputs, (plan->ninputs + 1) * sizeof *g);
     if (!g)
         return nc_err_set(err, NC_ENOMEM, "out of memory");
@@ -96,8 +99,14 @@ static int add_layer(nc_plan *plan, const nc_config_layer *cl, const char *name,
     l->norm = nc_config_layer_norm(plan->cfg, cl);
     l->eps = nc_config_layer_eps(plan->cfg, cl);
     l->x = x;
+    l->in_shard = nc_plan_in_shard(plan->cfg, plan->nlayers - 1);
     *out = l;
     return 0;
+}
+
+bool nc_plan_in_shard(const nc_config *cfg, size_t index)
+{
+    return cfg->shard_count == 0 || index % cfg->shard_count == cfg->shard_index - 1;
 }
 
 static bool file_exists(const char *path)
@@ -283,6 +292,11 @@ static int open_synth_layer(nc_plan *plan, const nc_config_layer *cl, nc_err *er
     /* for "outlier-steps", tokens is the number of steps k = 1..N (paper: 9)
      * and dim the token length (paper: 100) */
     size_t N = sp->N, d = sp->d;
+    if (!nc_plan_in_shard(plan->cfg, plan->nlayers)) {
+        /* another shard's layer: named (for the uniqueness check), not generated */
+        nc_plan_layer *l;
+        return add_layer(plan, cl, cl->label ? cl->label : cl->synth_preset, NULL, &l, err);
+    }
     nc_dump *dump;
     char label[128];
     snprintf(label, sizeof label, "synth:%s", cl->synth_preset);
@@ -505,7 +519,8 @@ static int run_layer(nc_plan *plan, nc_plan_layer *l, nc_progress *progress, nc_
 }
 
 /* The run-level block over the analysed layers, when there are two or
- * more (run_summary.h). */
+ * more (run_summary.h). Not for a shard (run --shard): `normcmp merge`
+ * computes it over all shards' layers with the same function. */
 static int run_summary(nc_plan *plan, nc_err *err)
 {
     size_t n = 0;
@@ -531,11 +546,14 @@ static int run_summary(nc_plan *plan, nc_err *err)
 int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err)
 {
     for (size_t k = 0; k < plan->nlayers; k++) {
+        if (!plan->layers[k].in_shard)
+            continue; /* another shard's (run --shard) */
         int rc = run_layer(plan, &plan->layers[k], progress, err);
         if (rc)
             return rc;
     }
-    return run_summary(plan, err);
+    /* a shard's block would cover only its layers: merge writes the run's */
+    return plan->cfg->shard_count ? 0 : run_summary(plan, err);
 }
 
 void nc_plan_close(nc_plan *plan)

@@ -6,6 +6,7 @@
  * NC_ENOMEM.
  */
 #include "report/report.h"
+#include "report/shard.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -626,6 +627,8 @@ int nc_report_json(const nc_plan *plan, const char *command, const char *const *
             add_layer(&b, layers, &plan->layers[k]);
     if (plan->has_run)
         add_run(&b, root, plan->summaries, &plan->run);
+    if (!nc_report_add_shard(root, plan))
+        b.ok = false;
     cJSON *outs = arr(&b, root, "outputs");
     for (size_t k = 0; outs && k < nfiles; k++)
         if (!cJSON_AddItemToArray(outs, cJSON_CreateString(files[k])))
