@@ -589,6 +589,67 @@ static void add_run(builder *b, cJSON *parent, const nc_layer_summary *L, const 
     str(b, o, "verdict", R->verdict);
 }
 
+/* A number of the report, or NAN. */
+static double jnum_at(const cJSON *o, const char *k1, const char *k2)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k1);
+    if (k2)
+        v = cJSON_GetObjectItemCaseSensitive(v, k2);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* A layer's run-level summary from its block in report.json (the fields
+ * run_summary.h names). */
+static void summary_from_json(const cJSON *lo, nc_layer_summary *s)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(lo, "name");
+    nc_layer_summary_init(s, cJSON_IsString(name) ? name->valuestring : "");
+    double d = jnum_at(lo, "dim", NULL);
+    s->d = d >= 0 ? (size_t)d : 0;
+    s->std = jnum_at(lo, "input_stats", "std");
+    s->rho = jnum_at(lo, "input_stats", "rho");
+    const cJSON *fits = cJSON_GetObjectItemCaseSensitive(lo, "fits");
+    const cJSON *sur = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(lo, "jacobian"), "surrogates");
+    for (int k = 0; k < NC_FIT_COUNT; k++) {
+        const char *fname = nc_surrogate_get((nc_fit_id)k)->name;
+        s->r2[k] = jnum_at(fits, fname, "r2");
+        const cJSON *so = cJSON_GetObjectItemCaseSensitive(sur, fname);
+        s->bp[k] = jnum_at(so, "backprop_rel_err", NULL);
+        s->bp_se[k] = jnum_at(so, "backprop_rel_err_se", NULL);
+    }
+    const cJSON *dyt = cJSON_GetObjectItemCaseSensitive(fits, "dyt");
+    s->alpha = jnum_at(dyt, "alpha", NULL);
+    s->gamma = jnum_at(dyt, "gamma", NULL);
+    s->theory_alpha = jnum_at(dyt, "theory_alpha", NULL);
+    s->affine_slope = jnum_at(fits, "linear", "slope");
+}
+
+int nc_report_add_run_from_layers(cJSON *root, nc_err *err)
+{
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+    size_t n = (size_t)cJSON_GetArraySize(layers);
+    if (n < 2)
+        return 0;
+    nc_layer_summary *L = calloc(n, sizeof *L);
+    if (!L)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for the run summary");
+    size_t k = 0;
+    for (const cJSON *lo = layers->child; lo && k < n; lo = lo->next)
+        summary_from_json(lo, &L[k++]);
+    nc_run_summary R;
+    int rc = nc_run_summary_compute(L, n, &R, err);
+    if (!rc) {
+        builder b = {.ok = true};
+        add_run(&b, root, L, &R);
+        if (!b.ok)
+            rc = nc_err_set(err, NC_ENOMEM, "out of memory for the run summary");
+        nc_run_summary_free(&R);
+    }
+    free(L);
+    return rc;
+}
+
 int nc_report_run_json(const nc_layer_summary *L, const nc_run_summary *R, char **json,
                        nc_err *err)
 {
