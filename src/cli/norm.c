@@ -87,6 +87,7 @@ int cli_norm(int argc, char **argv)
     if (nc_config_alloc("command line", &cfg, &err) || nc_config_add_layer(cfg, &l, &err))
         goto fail;
     cfg->norm = kind;
+    cfg->has_norm = true; /* norm's kind is the flag's or its default, never the file's */
     if (eps >= 0) {
         cfg->has_eps = true;
         cfg->eps = eps;
