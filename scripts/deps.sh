@@ -6,7 +6,9 @@
 #                           DejaVu font
 #   scripts/deps.sh test    build + NumPy/SciPy for the independent references,
 #                           PyTorch and Pillow for the activation dump script,
-#                           groff to check the man page
+#                           GNU parallel (the sharded-run test), chromium
+#                           (the browser test of index.html), groff (the man
+#                           page check)
 #   scripts/deps.sh fuzz    test + clang and its sanitizer/fuzzer runtime
 #   scripts/deps.sh bench   test + Matplotlib (the reference pipeline) + hyperfine
 #
@@ -17,7 +19,11 @@ set -eu
 
 group=${1:-build}
 build="build-essential pkg-config libpng-dev libcjson-dev libopenblas-serial-dev libcairo2-dev fonts-dejavu-core"
-test="$build python3 python3-numpy python3-scipy python3-torch python3-pil groff-base"
+# one package (or a few related ones) per line, so additions merge cleanly
+test="$build python3 python3-numpy python3-scipy python3-torch python3-pil
+parallel
+chromium
+groff-base"
 case "$group" in
 build) pkgs=$build ;;
 test) pkgs=$test ;;

@@ -146,12 +146,46 @@ static int get_norm(walker *w, const cJSON *obj, const char *path, nc_norm_kind 
     return 0;
 }
 
+/* "rng" and "draws": outlier-steps only (the presets' tensors are defined
+ * by core/rng.h's streams). */
+static int parse_synth_steps(walker *w, const cJSON *obj, const char *path, bool steps,
+                             nc_config_layer *l)
+{
+    char p[PATH_MAX_LEN];
+    char *rng = NULL;
+    int rc = nc_config_get_string(w, obj, "rng", path, &rng);
+    if (rc)
+        return rc;
+    l->synth_rng = NC_SYNTH_RNG_NORMCMP;
+    nc_config_child_path(p, path, "rng");
+    if (rng && !steps)
+        rc = bad(w, p, "\"rng\" only with the \"outlier-steps\" preset");
+    else if (rng && !nc_synth_rng_parse(rng, &l->synth_rng))
+        rc = bad(w, p, "\"normcmp\" or \"numpy\"");
+    else if (rng && l->synth_rng == NC_SYNTH_RNG_NUMPY && l->synth_params.seed > 4294967295u)
+        rc = bad(w, p, "a seed below 2^32 with \"numpy\" (np.random.seed's range)");
+    free(rng);
+    if (rc)
+        return rc;
+    uint64_t u = 0;
+    if ((rc = nc_config_get_uint(w, obj, "draws", path, 0, 100000, &u)))
+        return rc;
+    nc_config_child_path(p, path, "draws");
+    if (u > 0 && !steps)
+        return bad(w, p, "\"draws\" only with the \"outlier-steps\" preset");
+    if (u > 0 && l->synth_rng == NC_SYNTH_RNG_NUMPY && l->synth_params.seed + u - 1 > 4294967295u)
+        return bad(w, p, "seed + draws - 1 below 2^32 with \"numpy\"");
+    l->synth_draws = (size_t)u;
+    return 0;
+}
+
 static int parse_synth(walker *w, const cJSON *obj, const char *path, nc_config *cfg,
                        nc_config_layer *l)
 {
     static const char *const keys[] = {"preset", "tokens", "dim", "seed", "scale_median",
                                        "scale_spread", "outliers", "outlier_mag",
-                                       "outlier_spread", "nu", "offset_std", "affine", NULL};
+                                       "outlier_spread", "nu", "offset_std", "affine", "rng",
+                                       "draws", NULL};
     if (!cJSON_IsObject(obj))
         return bad(w, path, "an object");
     int rc = nc_config_check_keys(w, obj, path, keys);
@@ -215,6 +249,8 @@ static int parse_synth(walker *w, const cJSON *obj, const char *path, nc_config 
         nc_config_child_path(p, path, "outliers");
         return bad(w, p, "at most dim outlier channels");
     }
+    if ((rc = parse_synth_steps(w, obj, path, steps, l)))
+        return rc;
     return nc_config_get_bool(w, obj, "affine", path, &l->synth_affine);
 }
 
