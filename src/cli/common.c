@@ -149,43 +149,6 @@ static void print_sweep_summary(const nc_plan *plan)
         }
 }
 
-/* The summary table: one line per layer. */
-static void print_summary(const nc_plan *plan)
-{
-    int w = name_width(plan);
-    printf("%-*s %8s %6s %11s %11s %11s %11s %11s\n", w, "layer", "N", "d", "DyT alpha",
-           "alpha*std", "R2 affine", "R2 DyT", "R2 DyISRU");
-    for (size_t k = 0; k < plan->nlayers; k++) {
-        if (!plan->layers[k].done)
-            continue; /* another shard's */
-        const nc_layer_result *r = &plan->layers[k].result;
-        const nc_fit_result *dyt = &r->fits[NC_FIT_DYT], *lin = &r->fits[NC_FIT_LINEAR],
-                            *isru = &r->fits[NC_FIT_DYISRU];
-        double alpha = dyt->ok ? dyt->params.p[0] : NAN;
-        printf("%-*s %8zu %6zu", w, r->name, r->N, r->d);
-        print_num(alpha, 11);
-        print_num(alpha * r->stats.std, 11);
-        print_num(lin->ok ? lin->r2 : NAN, 11);
-        print_num(dyt->ok ? dyt->r2 : NAN, 11);
-        print_num(isru->ok ? isru->r2 : NAN, 11);
-        printf("\n");
-        if (plan->layers[k].has_outlier_steps) {
-            const nc_outlier_steps *os = &plan->layers[k].outlier_steps;
-            printf("%-*s   outlier steps: mean |residual| DyT %.4g, DyISRU %.4g, ratio %.3g\n",
-                   w, "", os->dyt.mean_abs_res, os->dyisru.mean_abs_res, os->ratio);
-            if (os->has_spread) {
-                const nc_outlier_spread *sp = &os->spread;
-                printf("%-*s   over %zu draws (seeds %llu..%llu): ratio median %.3g "
-                       "(5-95%% %.3g..%.3g), DyT |residual| median %.3g (5-95%% %.3g..%.3g)\n",
-                       w, "", sp->draws, (unsigned long long)sp->seed0,
-                       (unsigned long long)(sp->seed0 + sp->draws - 1), sp->ratio.median,
-                       sp->ratio.p05, sp->ratio.p95, sp->dyt_res.median, sp->dyt_res.p05,
-                       sp->dyt_res.p95);
-            }
-        }
-    }
-}
-
 static int copy_config(nc_outset *set, const char *config_path, nc_err *err)
 {
     FILE *f = fopen(config_path, "rb");
@@ -233,6 +196,7 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
         goto fail;
     nc_progress_free(progress);
     progress = NULL;
+    cli_print_checks(plan, quiet);
     /* every output goes to a temporary first; all appear together or none */
     if (nc_outset_alloc(cfg->output, &set, &err) != 0)
         goto fail;
@@ -311,7 +275,7 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
     for (size_t k = 0; k < plan->nlayers; k++)
         any_jac = any_jac || plan->layers[k].has_jacobian;
     if (!cli_summary_jacobian_only && plan->nlayers > 0)
-        print_summary(plan);
+        cli_print_fit_summary(plan);
     if (any_jac) {
         if (!cli_summary_jacobian_only)
             printf("\n");
@@ -321,6 +285,11 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
         printf("\n");
         print_sweep_summary(plan);
     }
+    if (plan->has_run) {
+        printf("\n");
+        cli_print_run_summary(plan);
+    }
+    status = cli_strict_status(plan, cfg->strict);
     if (!quiet)
         fprintf(stderr, "normcmp: wrote %s/report.json%s\n", cfg->output,
                 nfiles > (config_path ? 1u : 0u) ? " and figures" : "");

@@ -728,7 +728,7 @@ int nc_report_json(const nc_plan *plan, const char *command, const char *const *
     for (size_t k = 0; layers && k < plan->nlayers; k++)
         if (plan->layers[k].done)
             add_layer(&b, layers, &plan->layers[k]);
-    if (plan->has_run)
+    if (plan->has_run && plan->run.nlayers >= 2)
         add_run(&b, root, plan->summaries, &plan->run);
     if (!nc_report_add_shard(root, plan))
         b.ok = false;
