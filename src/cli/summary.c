@@ -76,6 +76,15 @@ static void print_fits_table(const nc_plan *plan, const bool *ran)
             const nc_outlier_steps *os = &l->outlier_steps;
             printf("%-*s   outlier steps: mean |residual| DyT %.4g, DyISRU %.4g, ratio %.3g\n",
                    w, "", os->dyt.mean_abs_res, os->dyisru.mean_abs_res, os->ratio);
+            if (os->has_spread) {
+                const nc_outlier_spread *sp = &os->spread;
+                printf("%-*s   over %zu draws (seeds %llu..%llu): ratio median %.3g "
+                       "(5-95%% %.3g..%.3g), DyT |residual| median %.3g (5-95%% %.3g..%.3g)\n",
+                       w, "", sp->draws, (unsigned long long)sp->seed0,
+                       (unsigned long long)(sp->seed0 + sp->draws - 1), sp->ratio.median,
+                       sp->ratio.p05, sp->ratio.p95, sp->dyt_res.median, sp->dyt_res.p05,
+                       sp->dyt_res.p95);
+            }
         }
     }
 }

@@ -16,6 +16,17 @@
 #include <stdio.h>
 #include <string.h>
 
+const char *nc_src_name(nc_src src)
+{
+    switch (src) {
+    case NC_SRC_FLAG: return "flag";
+    case NC_SRC_CONFIG: return "config";
+    case NC_SRC_METADATA: return "metadata";
+    case NC_SRC_DETECTED: return "detected";
+    default: return "default";
+    }
+}
+
 static bool is_explicit(nc_src s)
 {
     return s == NC_SRC_FLAG || s == NC_SRC_CONFIG;

@@ -182,17 +182,6 @@ static char *st_layer_name(const char *tensor)
     return s;
 }
 
-const char *nc_src_name(nc_src src)
-{
-    switch (src) {
-    case NC_SRC_FLAG: return "flag";
-    case NC_SRC_CONFIG: return "config";
-    case NC_SRC_METADATA: return "metadata";
-    case NC_SRC_DETECTED: return "detected";
-    default: return "default";
-    }
-}
-
 /* The norm kind and eps the safetensors __metadata__ gives the module
  * `base` ("<base>.norm", "<base>.eps", as scripts/dump_activations.py
  * writes them), where no flag or config gave them. A value that is there

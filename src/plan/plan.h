@@ -43,7 +43,7 @@ typedef enum nc_src {
     NC_SRC_DETECTED,
 } nc_src;
 
-/* "default", "flag", "config", "metadata", "detected". */
+/* "default", "flag", "config", "metadata", "detected" (plan/check.c). */
 const char *nc_src_name(nc_src src);
 
 /* The real-output check of a layer (report: "real_output_check"). */
