@@ -443,6 +443,7 @@ int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err)
         nc_plan_layer *l = &plan->layers[k];
         if (!l->in_shard)
             continue;
+        nc_plan_layer_memory(l, true);
         nc_layer_spec spec;
         nc_layer_spec_defaults(&spec);
         spec.name = l->name;
@@ -501,8 +502,16 @@ int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err)
                                               &l->outlier_steps, err)))
                 return rc;
         }
+        nc_plan_layer_memory(l, false);
     }
     return 0;
+}
+
+void nc_plan_layer_memory(const nc_plan_layer *l, bool need)
+{
+    nc_dump_advise(l->x, need);
+    for (int c = 0; c < NC_COMP_COUNT; c++)
+        nc_dump_advise(l->comp[c], need);
 }
 
 void nc_plan_close(nc_plan *plan)
