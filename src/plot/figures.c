@@ -438,7 +438,9 @@ int nc_figures_render(const struct nc_plan *plan, const nc_fig_spec *specs, size
         for (size_t q = 0; q < c.nreq; q++)
             if (c.req[q].layer == l)
                 mine[m++] = c.req[q];
+        nc_plan_layer_memory(&plan->layers[l], true);
         rc = raster_pass(&plan->layers[l], mine, m, threads, err);
+        nc_plan_layer_memory(&plan->layers[l], false); /* one layer resident at a time */
         free(mine);
     }
     for (size_t k = 0; k < c.njobs && !rc; k++)
