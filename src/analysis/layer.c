@@ -31,6 +31,7 @@
 #include "core/rng.h"
 #include "core/sum.h"
 #include "core/vmath.h"
+#include "util/clock.h"
 
 void nc_layer_spec_defaults(nc_layer_spec *spec)
 {
@@ -43,13 +44,6 @@ void nc_layer_spec_defaults(nc_layer_spec *spec)
     spec->amp_dyisru.rule = NC_AMP_AUTO;
     spec->amp_derf.rule = NC_AMP_FREE;
     spec->seed = 1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* ================================================================ stats */
@@ -697,30 +691,30 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
     if (rc)
         return rc;
     analysis A = {.spec = spec};
-    double t0 = now_s();
+    double t0 = nc_now_s();
     if ((rc = setup(&A, res, err)) || (rc = stage_stats(&A, res, err)))
         goto out;
-    res->time_stats_s = now_s() - t0;
+    res->time_stats_s = nc_now_s() - t0;
     if (res->points == 0) {
         mark_empty(spec, res);
         goto out;
     }
-    t0 = now_s();
+    t0 = nc_now_s();
     if ((rc = stage_bins(&A, res, err)))
         goto out;
-    res->time_bins_s = now_s() - t0;
-    t0 = now_s();
+    res->time_bins_s = nc_now_s() - t0;
+    t0 = nc_now_s();
     if ((rc = nc_layer_run_fits(&A.r, res, &A.bins, &A.raw, res->stats.std, &A.aff, err)))
         goto out;
-    res->time_fits_s = now_s() - t0;
-    t0 = now_s();
+    res->time_fits_s = nc_now_s() - t0;
+    t0 = nc_now_s();
     if ((rc = stage_channel(&A, res, err)))
         goto out;
-    res->time_channel_s = now_s() - t0;
-    t0 = now_s();
+    res->time_channel_s = nc_now_s() - t0;
+    t0 = nc_now_s();
     if ((rc = nc_layer_verify(&A.r, res, err)))
         goto out;
-    res->time_verify_s = now_s() - t0;
+    res->time_verify_s = nc_now_s() - t0;
 out:
     nc_progress_end(spec->progress);
     if (!rc) {
