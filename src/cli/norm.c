@@ -48,7 +48,9 @@ int cli_norm(int argc, char **argv)
     bool affine = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:t:n:e:h", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "o:t:n:e:h", opts, "norm")) != -1) {
+        if (c == CLI_OPT_ERROR)
+            return 2;
         switch (c) {
         case 'o': out = optarg; break;
         case 't': tensor = optarg; break;

@@ -350,9 +350,11 @@ static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
                               "the synth preset \"outlier-steps\")");
     }
     if (nsel == 0 && spec->kind != NC_FIG_TANH_FAMILY)
-        return nc_err_set(err, NC_EINVAL, "figure '%s': no layer with data matches %s%s",
+        return nc_err_set(err, NC_EINVAL, "figure '%s': no layer with data matches %s%s%s%s",
                           nc_fig_kind_name(spec->kind), spec->nlayers ? "'" : "",
-                          spec->nlayers ? spec->layers[0] : "(all layers)");
+                          spec->nlayers ? spec->layers[0] : "(all layers)",
+                          spec->nlayers ? "'" : "",
+                          spec->nlayers > 1 ? " or the other patterns" : "");
     size_t nj = per_layer ? nsel : 1;
     for (size_t q = 0; q < nj; q++) {
         job *j = new_job(c, spec, err);
