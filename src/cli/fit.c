@@ -677,6 +677,23 @@ static const struct option run_options[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* A data file given where a config belongs: its kind (by its first
+ * bytes: the npy magic, or safetensors' header length and '{'), or NULL. */
+static const char *data_file_kind(const char *path)
+{
+    unsigned char b[9];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (n >= 6 && memcmp(b, "\x93NUMPY", 6) == 0)
+        return "an .npy";
+    if (n == 9 && b[8] == '{' && b[7] == 0 && b[6] == 0 && b[5] == 0)
+        return "a .safetensors";
+    return NULL;
+}
+
 static int run_main(int argc, char **argv, bool sweep_mode)
 {
     const char *cmd = sweep_mode ? "sweep" : "run";
@@ -710,6 +727,14 @@ static int run_main(int argc, char **argv, bool sweep_mode)
     if (argc - optind != 1)
         return cli_usage_error(cmd, "expected one CONFIG.json");
     const char *path = argv[optind];
+    const char *kind = data_file_kind(path);
+    if (kind) {
+        char *quoted = cli_command_line(1, (char **)&path);
+        cli_usage_error(cmd, "%s is %s file, not a config; to analyse it: normcmp fit %s", path,
+                        kind, quoted ? quoted : path);
+        free(quoted);
+        return 2;
+    }
     if (nc_config_load(path, &cfg, &err) != 0)
         goto fail;
     if (sweep_mode && !cfg->sweep.enabled) {

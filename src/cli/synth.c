@@ -228,6 +228,10 @@ static int parse_args(int argc, char **argv, synth_opts *o, nc_err *err)
 
     o->all = strcmp(o->preset, "all") == 0;
     o->steps = strcmp(o->preset, "outlier-steps") == 0;
+    if (!o->all && !o->steps && strcmp(o->preset, "early") && strcmp(o->preset, "middle") &&
+        strcmp(o->preset, "late"))
+        return cli_usage_error("synth", "--preset: expected early, middle, late, all or "
+                               "outlier-steps, got '%s'", o->preset);
     if (o->all && o->npy)
         return cli_usage_error("synth", "--preset all writes three layers: use a .safetensors "
                                "output");
