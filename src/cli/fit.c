@@ -263,7 +263,6 @@ static const char plot_help[] =
     "PDF/SVG on request), beside report.json. Takes every option of 'normcmp fit';\n"
     "the ones specific to it:\n"
     "\n"
-<<<<<<< HEAD
     "      --figure TYPES         comma-separated, repeatable (default scatter):\n"
     "                               scatter        input vs output of each layer, with fits\n"
     "                               scatter-grid   the same, one panel per layer\n"
@@ -271,14 +270,9 @@ static const char plot_help[] =
     "                               by-channel     the top outlier channels in colour\n"
     "                               jacobian       the exact J_ii and the fits' f'(x)\n"
     "                               alpha-std      fitted alpha against 1/std across layers\n"
+    "                               alpha-depth    fitted alpha and C against layer index\n"
     "                               tanh-family    tanh(alpha x) for a few alpha\n"
     "                               outlier-steps  needs --experiment outlier-steps\n"
-=======
-    "      --figure TYPES         scatter, scatter-grid, by-token, by-channel, jacobian,\n"
-    "                             alpha-std, alpha-depth, tanh-family, outlier-steps\n"
-    "                             (comma-separated, repeatable; outlier-steps needs\n"
-    "                             --experiment outlier-steps)\n"
->>>>>>> main
     "      --layer PATTERN        only these layers (name or glob; repeatable; default all)\n"
     "      --format LIST          png, pdf, svg (comma-separated; default png)\n"
     "      --size WxH             figure size in inches (default per figure, e.g. 7x5.2)\n"
@@ -530,10 +524,7 @@ static int figure_option(int c, const char *arg, fit_args *a, nc_err *err)
             return cli_fail(err);
         return OPT_DONE;
     case OPT_CURVES:
-<<<<<<< HEAD
         return nc_fits_parse("--curves", arg, fo->curves, err) ? cli_fail(err) : OPT_DONE;
-=======
-        return nc_fits_parse(arg, fo->curves, err) ? cli_fail(err) : OPT_DONE;
     case OPT_LEGEND:
         if (!nc_fig_legend_parse(arg, &fo->legend))
             return cli_usage_error(a->cmd, "--legend: expected auto, none, outside, upper-left, "
@@ -541,7 +532,6 @@ static int figure_option(int c, const char *arg, fit_args *a, nc_err *err)
                                    "center-right, lower-center, upper-center or center, got "
                                    "'%s'", arg);
         return OPT_DONE;
->>>>>>> main
     default:
         return OPT_NOT_MINE;
     }
