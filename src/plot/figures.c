@@ -328,11 +328,12 @@ static const char *fit_params_text(const nc_layer_result *r, char *buf, size_t c
     return buf;
 }
 
-static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
+/* The jobs of one spec; sel has room for every layer of the plan. */
+static int build_jobs_in(ctx *c, const nc_fig_spec *spec, size_t *sel, nc_err *err)
 {
     const nc_plan *plan = c->plan;
-    size_t sel[64], nsel = 0;
-    for (size_t k = 0; k < plan->nlayers && nsel < 64; k++)
+    size_t nsel = 0;
+    for (size_t k = 0; k < plan->nlayers; k++)
         if (plan->layers[k].result.points > 0 && layer_selected(spec, plan->layers[k].name))
             sel[nsel++] = k;
     bool per_layer = spec->kind == NC_FIG_SCATTER || spec->kind == NC_FIG_BY_TOKEN ||
@@ -444,6 +445,17 @@ static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
                 j->panels[k].legend_pos = spec->legend;
     }
     return 0;
+}
+
+/* Every selected layer, however many (a 70B model has 161 norm sites). */
+static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
+{
+    size_t *sel = malloc((c->plan->nlayers + 1) * sizeof *sel);
+    if (!sel)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    int rc = build_jobs_in(c, spec, sel, err);
+    free(sel);
+    return rc;
 }
 
 int nc_fig_render_job(job *j, const char *command, struct nc_outset *set, char **files,
