@@ -393,7 +393,7 @@ static int run_figures(const shard *s0, const cJSON *root, const char *command, 
     nc_fig_spec *keep = calloc(cfg->nfigures + 1, sizeof *keep);
     for (size_t k = 0; keep && k < cfg->nfigures; k++) {
         nc_fig_kind kind = cfg->figures[k].kind;
-        if (kind == NC_FIG_ALPHA_STD || kind == NC_FIG_TANH_FAMILY)
+        if (kind == NC_FIG_ALPHA_STD || kind == NC_FIG_ALPHA_DEPTH || kind == NC_FIG_TANH_FAMILY)
             keep[nkeep++] = cfg->figures[k];
         else if (kind == NC_FIG_SCATTER_GRID && !quiet)
             fprintf(stderr, "normcmp: merge: figure 'scatter-grid' draws every layer's points "
@@ -556,8 +556,10 @@ int cli_merge(int argc, char **argv)
     bool quiet = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
-        if (c == 'q') {
+    while ((c = cli_getopt(argc, argv, "qh", opts, "merge")) != -1) {
+        if (c == CLI_OPT_ERROR) {
+            return 2;
+        } else if (c == 'q') {
             quiet = true;
         } else if (c == 'h') {
             fputs(merge_help, stdout);
