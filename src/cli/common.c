@@ -156,6 +156,8 @@ static void print_summary(const nc_plan *plan)
     printf("%-*s %8s %6s %11s %11s %11s %11s %11s\n", w, "layer", "N", "d", "DyT alpha",
            "alpha*std", "R2 affine", "R2 DyT", "R2 DyISRU");
     for (size_t k = 0; k < plan->nlayers; k++) {
+        if (!plan->layers[k].done)
+            continue; /* another shard's */
         const nc_layer_result *r = &plan->layers[k].result;
         const nc_fit_result *dyt = &r->fits[NC_FIT_DYT], *lin = &r->fits[NC_FIT_LINEAR],
                             *isru = &r->fits[NC_FIT_DYISRU];
@@ -240,11 +242,17 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
         files[nfiles++] = strdup("config.json");
     }
     if (cfg->nfigures) {
-        size_t nfig = 0;
+        size_t nfig = 0, nspecs = cfg->nfigures;
+        nc_fig_spec *shard_specs = NULL; /* a shard draws its layers' figures only */
+        if (cfg->shard_count &&
+            cli_shard_figures(plan, cfg->figures, cfg->nfigures, &shard_specs, &nspecs, &err))
+            goto fail;
         if (!quiet && isatty(STDERR_FILENO))
             fprintf(stderr, "\rnormcmp: rendering figures...");
-        int rc = nc_figures_render(plan, cfg->figures, cfg->nfigures, command, cfg->threads, set,
-                                   files + nfiles, MAX_OUTPUT_FILES - nfiles, &nfig, &err);
+        int rc = nc_figures_render(plan, shard_specs ? shard_specs : cfg->figures, nspecs,
+                                   command, cfg->threads, set, files + nfiles,
+                                   MAX_OUTPUT_FILES - nfiles, &nfig, &err);
+        free(shard_specs);
         if (!quiet && isatty(STDERR_FILENO))
             fprintf(stderr, "\r\033[K");
         nfiles += nfig;
@@ -287,9 +295,13 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
                 goto fail;
         }
     }
+    if (nfiles < MAX_OUTPUT_FILES)
+        files[nfiles++] = strdup("index.html");
     if (nc_report_json(plan, command, (const char *const *)files, nfiles, &json, &err) != 0)
         goto fail;
     if (nc_outset_add(set, "report.json", json, strlen(json), &err) != 0)
+        goto fail;
+    if (cli_write_index(set, json, &err) != 0) /* docs/whole_models.md */
         goto fail;
     int rc = nc_outset_commit(set, &err);
     set = NULL;

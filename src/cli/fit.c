@@ -44,6 +44,7 @@ enum {
     OPT_SIZE,
     OPT_DPI,
     OPT_CURVES,
+    OPT_SHARD,
 };
 
 static const struct option fit_options[] = {
@@ -125,6 +126,8 @@ static const char run_help[] =
     "      --threads N            worker threads, 0..16\n"
     "      --sample-tokens N      fit a seeded random sample of N tokens\n"
     "      --seed N               seed of the token sample and synthetic layers\n"
+    "      --shard K/N            analyse only layers i (0-based, plan order) with\n"
+    "                             i mod N = K-1; 'normcmp merge' combines the N folders\n"
     "  -q, --quiet                no progress or messages on stderr\n"
     "  -h, --help                 this help\n";
 
@@ -654,6 +657,7 @@ static const struct option run_options[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"sample-tokens", required_argument, NULL, OPT_SAMPLE},
     {"seed", required_argument, NULL, OPT_SEED},
+    {"shard", required_argument, NULL, OPT_SHARD},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -666,8 +670,14 @@ static int run_main(int argc, char **argv, bool sweep_mode)
     nc_config *cfg = NULL;
     overrides ov = {0};
     int status = 0, c;
+    size_t shard_k = 0, shard_n = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:qh", run_options, NULL)) != -1) {
+        if (c == OPT_SHARD) {
+            if (cli_parse_shard(optarg, &shard_k, &shard_n, &err) != 0)
+                goto fail;
+            continue;
+        }
         int h = parse_override(c, optarg, &ov, &err);
         if (h < 0)
             goto fail;
@@ -691,6 +701,8 @@ static int run_main(int argc, char **argv, bool sweep_mode)
                    "\"alpha\" or \"C\" grid)", path);
         goto fail;
     }
+    cfg->shard_index = shard_k;
+    cfg->shard_count = shard_n;
     status = launch(cfg, &ov, argc, argv, path);
     goto out;
 fail:

@@ -61,6 +61,10 @@ typedef struct nc_config {
     size_t max_bins, max_exact_points, sample_tokens;
     uint64_t seed;
     int threads;
+    /* `run --shard K/N` (docs/whole_models.md): only the plan layers i
+     * (0-based, plan order) with i % shard_count == shard_index - 1 are
+     * analysed; shard_count 0: every layer. Not a config file key. */
+    size_t shard_index, shard_count;
     struct {
         bool enabled;         /* the diagonal-Jacobian comparison per layer (default on) */
         size_t probes;        /* random probes per token (0: default) */
