@@ -320,6 +320,15 @@ nc_jac_summary nc_jac_summarize(const double *num, const double *den, const size
 double nc_jac_ratio_se(const double *num, const double *num2, const double *den,
                        const size_t *idx, size_t n);
 
+/* Ranks the ns surrogates sid[0..ns) by S[j]->err (NaN
+ * last, best first) into out[0..ns). For sampled errors (S[j]->exact
+ * false) gap_se is the paired standard error of the gap to the previous
+ * place over the n tokens idx (nc_jac_ratio_se with num[j], num[prev] and
+ * den), and tie says |gap| <= 2 gap_se. */
+void nc_jac_rank_surrogates(const nc_jac_summary *const *S, const double *const *num,
+                            const double *den, const size_t *idx, size_t n, const int *sid,
+                            int ns, nc_jac_rank *out);
+
 /* The order-statistic standard error of the median of sorted a[0..n): half
  * the distance between the quantiles 1/2 -+ 1/(2 sqrt n) (the ranks where
  * a Binomial(n, 1/2) count is one sd from n/2; for a density f at the
@@ -342,13 +351,15 @@ double nc_jac_token_frob2(nc_norm_kind norm, const double *y, double inv, size_t
  * in exact arithmetic; the two halves may differ in the last bit.) */
 void nc_jac_token_dense(nc_norm_kind norm, const double *y, double inv, size_t d, double *J);
 
-/* The same matrix in float: each entry of nc_jac_token_dense rounded once.
- * Returns the sum of the squares of the stored floats (in double). */
-double nc_jac_token_dense_f(nc_norm_kind norm, const double *y, double inv, size_t d, float *J);
-
-/* out = J^T G with one cblas_sgemm: J [d x d] row-major as above, G and
- * out [d x ncols] column-major (column k, a probe, at G + k*d). */
-void nc_jac_dense_vjp(const float *J, size_t d, const float *G, size_t ncols, float *out);
+/* JG[k d + i] = sum_j J_ij G[k d + j] for the ncols columns of G [d x ncols,
+ * column k at G + k d], every entry J_ij computed from its formula (as
+ * nc_jac_token_dense) row by row and summed explicitly in double (O(d^2)
+ * per column, never the whole matrix); f2[0] = sum_ij J_ij^2, f2[1] =
+ * sum_{i != j} J_ij^2. row: d doubles of scratch. The dense check's
+ * product. */
+void nc_jac_token_dense_apply(nc_norm_kind norm, const double *y, double inv, size_t d,
+                              const double *G, size_t ncols, double *JG, double *row,
+                              double f2[2]);
 
 /* ---- the ODE check ------------------------------------------------------ */
 

@@ -5,9 +5,8 @@
  * explicitly for a few probe columns (O(d^2) work, O(d) memory per column,
  * no BLAS: OpenBLAS's sgemm waits forever for a 128 MB buffer under a
  * memory cap), compared with the analytic J^T g of the streaming pass
- * against a rounding bound; the default sample size. Besides: the float
- * matrix and its OpenBLAS product (nc_jac_token_dense_f,
- * nc_jac_dense_vjp: tests) and the BLAS rate the benchmark reports.
+ * against a rounding bound; the default sample size; and the BLAS rate the
+ * benchmark reports.
  *
  * Legend as in jacobian.c: d channels; t a visited token (a position in
  * res->tok), tok its row in x; i, j channels; y = (x - c_t) * inv_t; J the
@@ -18,12 +17,11 @@
  * jacobian_internal.h.
  *
  * The only file of normcmp that includes <cblas.h> (STYLE.md section 1:
- * BLAS stays in analysis/jacobian*); no analysis path calls it.
+ * BLAS stays in analysis/jacobian*); only the benchmark's rate calls it.
  */
 #include "analysis/jacobian.h"
 
 #include <cblas.h>
-#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -48,53 +46,6 @@ void nc_jac_token_dense(nc_norm_kind norm, const double *y, double inv, size_t d
             row[j] = -(ci * y[j]) - b;
         row[i] += inv;
     }
-}
-
-/* sum_j row_j^2 of a float row, in double */
-NC_VM_INLINE double sq_sum_f(const float *row, size_t n)
-{
-    v4d s0 = {0, 0, 0, 0}, s1 = s0;
-    size_t i = 0;
-    for (; i + NC_LANES <= n; i += NC_LANES) {
-        v4d a = __builtin_convertvector(V4F(row + i), v4d); /* exact */
-        v4d b = __builtin_convertvector(V4F(row + i + 4), v4d);
-        s0 += a * a;
-        s1 += b * b;
-    }
-    double s[NC_LANES];
-    V4(s) = s0;
-    V4(s + 4) = s1;
-    for (int l = 0; i < n; i++, l++)
-        s[l] += (double)row[i] * (double)row[i];
-    return nc_lanes_total(s);
-}
-
-NC_VMATH_CLONES
-double nc_jac_token_dense_f(nc_norm_kind norm, const double *y, double inv, size_t d, float *J)
-{
-    /* the entries of nc_jac_token_dense, each rounded once to float */
-    const double dd = (double)d, b = norm == NC_LAYERNORM ? inv / dd : 0.0;
-    nc_sum f2 = {0, 0};
-    for (size_t i = 0; i < d; i++) {
-        float *row = J + i * d;
-        const double ci = inv * y[i] / dd;
-        for (size_t j = 0; j < d; j++)
-            row[j] = (float)(-(ci * y[j]) - b);
-        row[i] = (float)((-(ci * y[i]) - b) + inv);
-        nc_sum_add(&f2, sq_sum_f(row, d));
-    }
-    return nc_sum_get(&f2);
-}
-
-void nc_jac_dense_vjp(const float *J, size_t d, const float *G, size_t ncols, float *out)
-{
-    /* J is stored row-major, which column-major BLAS reads as the matrix
-     * J^T: so out (d x ncols, column-major) = J^T G is one sgemm without a
-     * transpose flag (also the faster of the two forms in OpenBLAS: it
-     * packs the matrix with unit stride). Sizes fit an int: the caller
-     * bounds d * d * 4 bytes. */
-    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)d, (int)ncols, (int)d, 1.0f, J,
-                (int)d, G, (int)d, 0.0f, out, (int)d);
 }
 
 /* ============================================================ dense check */
@@ -193,13 +144,10 @@ NC_VM_INLINE double dot4(const double *a, const double *b, size_t n)
     return s;
 }
 
-/* One token densely: row by row, J_ij from its formula (as
- * nc_jac_token_dense), JG[k d + i] = sum_j J_ij G[k d + j] for the ncols
- * columns, f2[0] = sum_ij J_ij^2 and f2[1] = sum_{i != j} J_ij^2. row: d
- * doubles of scratch. */
 NC_VMATH_CLONES
-static void dense_token(nc_norm_kind norm, const double *y, double inv, size_t d,
-                        const double *G, size_t ncols, double *JG, double *row, double f2[2])
+void nc_jac_token_dense_apply(nc_norm_kind norm, const double *y, double inv, size_t d,
+                              const double *G, size_t ncols, double *JG, double *row,
+                              double f2[2])
 {
     const double dd = (double)d, b = norm == NC_LAYERNORM ? inv / dd : 0.0;
     nc_sum all = {0, 0}, off = {0, 0};
@@ -306,7 +254,7 @@ static void dense_verdict(nc_jac_result *out, size_t done, double max_rel, doubl
 }
 
 /* For m tokens spread evenly over the used ones: J^T G summed explicitly
- * over every entry (dense_token) against the analytic J^T g, and the sums
+ * over every entry (nc_jac_token_dense_apply) against the analytic J^T g, and the sums
  * of squares against the closed forms. */
 int nc_jac_dense_check(const nc_layer_result *res, const nc_tensor *x, const nc_tensor *grad,
                        const double *weight, size_t m, size_t used, uint64_t pseed, size_t P,
@@ -338,7 +286,7 @@ int nc_jac_dense_check(const nc_layer_result *res, const nc_tensor *x, const nc_
         double sums[5], f2[2];
         token_state(res->norm, xr, res->tok.centre[t], inv, d, y, jd, sums);
         token_columns(grad, weight, tok, d, pseed, P, G);
-        dense_token(res->norm, y, inv, d, G, ncols, JG, row, f2);
+        nc_jac_token_dense_apply(res->norm, y, inv, d, G, ncols, JG, row, f2);
         double r = compare_columns(res->norm, y, jd, inv, d, G, JG, ncols, v);
         max_rel = r > max_rel || r != r ? r : max_rel;
         /* against the closed forms, relative to ||inv I||_F^2 = d inv^2

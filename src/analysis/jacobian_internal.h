@@ -271,13 +271,4 @@ int nc_jac_dense_check(const nc_layer_result *res, const nc_tensor *x, const nc_
                        const double *weight, size_t m, size_t used, uint64_t pseed, size_t P,
                        nc_jac_result *out, nc_err *err);
 
-/* jacobian_stats.c: ranks the ns surrogates sid[0..ns) by S[j]->err (NaN
- * last, best first) into out[0..ns). For sampled errors (S[j]->exact
- * false) gap_se is the paired standard error of the gap to the previous
- * place over the n tokens idx (nc_jac_ratio_se with num[j], num[prev] and
- * den), and tie says |gap| <= 2 gap_se. */
-void nc_jac_rank_surrogates(const nc_jac_summary *const *S, const double *const *num,
-                            const double *den, const size_t *idx, size_t n, const int *sid,
-                            int ns, nc_jac_rank *out);
-
 #endif
