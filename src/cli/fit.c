@@ -86,7 +86,9 @@ static const struct option fit_options[] = {
 static const char fit_help[] =
     "usage: normcmp fit FILE... [options]\n"
     "Fits DyT, DyISRU, Derf, the theory curves and an affine map to each layer's\n"
-    "norm output; writes DIR/report.json and prints a summary.\n"
+    "norm output; writes DIR/report.json and prints a summary. A FILE is a .npy or\n"
+    ".safetensors file, or a sharded dump: a folder, its *.safetensors.index.json or\n"
+    "a quoted glob of its shards.\n"
     "\n"
     "  -t, --tensor PATTERN       tensor name or glob (repeatable; default: every '*.input'\n"
     "                             tensor of a safetensors file)\n"
