@@ -403,7 +403,8 @@ int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_
     for (size_t k = 0; k < nsel; k++) {
         const nc_layer_result *r = &plan->layers[sel[k]].result;
         const nc_fit_result *f = &r->fits[NC_FIT_DYT];
-        double ix = 1.0 / r->stats.std, th = 1.0 / (r->stats.rho * sqrt((double)r->d));
+        double ix = 1.0 / r->stats.std;
+        double th = nc_dyt_theory_params(r->norm, r->stats.rho, r->d).p[0];
         dsum += (double)r->d;
         double vals[3] = {f->ok ? f->params.p[0] : NAN,
                           f->ok ? f->params.p[0] * f->params.p[1] : NAN, th};
