@@ -437,9 +437,10 @@ static int merged_root(const shard *s, size_t n, const char *out, const char *co
     int rc = merge_layers(s, n, root, err);
     if (rc)
         return rc;
-    /* INTEGRATION POINT (issue 11 / helper H3): the run-level block is
-     * computed by the library from the per-layer summaries, all of which
-     * are in the layer blocks just merged; call it here on root. */
+    /* the run-level block, from the per-layer numbers just merged, by the
+     * function an unsharded run uses */
+    if ((rc = nc_report_add_run_from_layers(root, err)))
+        return rc;
     cJSON *from = cJSON_AddArrayToObject(root, "merged_from");
     for (size_t k = 0; from && k < n; k++) {
         cJSON *o = cJSON_CreateObject();

@@ -437,73 +437,124 @@ static int run_sweeps(const nc_config *cfg, nc_plan_layer *l, nc_err *err)
     return 0;
 }
 
-int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err)
+/* The layer's spec from the plan and the config. */
+static void layer_spec(const nc_plan *plan, const nc_plan_layer *l, nc_progress *progress,
+                       nc_layer_spec *spec)
 {
     const nc_config *cfg = plan->cfg;
-    for (size_t k = 0; k < plan->nlayers; k++) {
-        nc_plan_layer *l = &plan->layers[k];
-        if (!l->in_shard)
-            continue;
-        nc_layer_spec spec;
-        nc_layer_spec_defaults(&spec);
-        spec.name = l->name;
-        spec.norm = l->norm;
-        spec.eps = l->eps;
-        spec.x = l->x;
-        spec.y_real = l->comp[NC_COMP_OUTPUT];
-        spec.weight = l->comp[NC_COMP_WEIGHT];
-        spec.bias = l->comp[NC_COMP_BIAS];
-        memcpy(spec.fit, cfg->fit, sizeof spec.fit);
-        spec.amp_dyt = cfg->amp_dyt;
-        spec.amp_dyisru = cfg->amp_dyisru;
-        spec.amp_derf = cfg->amp_derf;
-        spec.sample_tokens = cfg->sample_tokens;
-        spec.seed = cfg->seed;
-        spec.max_bins = cfg->max_bins;
-        spec.max_exact_points = cfg->max_exact_points;
-        spec.threads = cfg->threads;
-        spec.progress = progress;
-        int rc = nc_layer_analyze(&spec, &l->result, err);
-        if (rc)
+    nc_layer_spec_defaults(spec);
+    spec->name = l->name;
+    spec->norm = l->norm;
+    spec->eps = l->eps;
+    spec->x = l->x;
+    spec->y_real = l->comp[NC_COMP_OUTPUT];
+    spec->weight = l->comp[NC_COMP_WEIGHT];
+    spec->bias = l->comp[NC_COMP_BIAS];
+    memcpy(spec->fit, cfg->fit, sizeof spec->fit);
+    spec->amp_dyt = cfg->amp_dyt;
+    spec->amp_dyisru = cfg->amp_dyisru;
+    spec->amp_derf = cfg->amp_derf;
+    spec->sample_tokens = cfg->sample_tokens;
+    spec->seed = cfg->seed;
+    spec->max_bins = cfg->max_bins;
+    spec->max_exact_points = cfg->max_exact_points;
+    spec->threads = cfg->threads;
+    spec->progress = progress;
+}
+
+/* The diagonal-Jacobian comparison of an analysed layer. */
+static int run_jacobian(const nc_config *cfg, nc_plan_layer *l, nc_progress *progress,
+                        nc_err *err)
+{
+    nc_jac_opts jo;
+    nc_jac_opts_defaults(&jo);
+    jo.probes = cfg->jacobian.probes;
+    jo.dense_tokens = cfg->jacobian.dense_tokens;
+    jo.seed = cfg->jacobian.has_seed ? cfg->jacobian.seed : cfg->seed;
+    double *w = NULL;
+    const nc_tensor *wt = l->comp[NC_COMP_WEIGHT];
+    if (wt && l->comp[NC_COMP_GRAD]) {
+        /* the gradient at the norm's output is weight * grad_output */
+        if (!(w = malloc(wt->nelem * sizeof *w)))
+            return nc_err_set(err, NC_ENOMEM, "out of memory");
+        nc_tensor_elems(wt, 0, wt->nelem, w);
+    }
+    int rc = nc_jacobian_run(&l->result, l->x, l->comp[NC_COMP_GRAD], w, &jo, cfg->threads,
+                             progress, &l->jacobian, err);
+    free(w);
+    if (rc)
+        return rc;
+    l->has_jacobian = true;
+    return 0;
+}
+
+/* Everything for one layer: the analysis, then the Jacobian comparison,
+ * the sweeps and the outlier-steps experiment where asked for. */
+static int run_layer(nc_plan *plan, nc_plan_layer *l, nc_progress *progress, nc_err *err)
+{
+    const nc_config *cfg = plan->cfg;
+    nc_layer_spec spec;
+    layer_spec(plan, l, progress, &spec);
+    int rc = nc_layer_analyze(&spec, &l->result, err);
+    if (rc)
+        return rc;
+    l->done = true;
+    if (cfg->jacobian.enabled && l->result.points > 0 &&
+        (rc = run_jacobian(cfg, l, progress, err)))
+        return rc;
+    if (cfg->sweep.enabled && (rc = run_sweeps(cfg, l, err)))
+        return rc;
+    if (l->cfg->outlier_steps) {
+        if ((rc = nc_outlier_steps_run(l->x, l->norm, l->eps, &l->outlier_steps, err)))
             return rc;
-        l->done = true;
-        if (cfg->jacobian.enabled && l->result.points > 0) {
-            nc_jac_opts jo;
-            nc_jac_opts_defaults(&jo);
-            jo.probes = cfg->jacobian.probes;
-            jo.dense_tokens = cfg->jacobian.dense_tokens;
-            jo.seed = cfg->jacobian.has_seed ? cfg->jacobian.seed : cfg->seed;
-            double *w = NULL;
-            const nc_tensor *wt = l->comp[NC_COMP_WEIGHT];
-            if (wt && l->comp[NC_COMP_GRAD]) {
-                /* the gradient at the norm's output is weight * grad_output */
-                if (!(w = malloc(wt->nelem * sizeof *w)))
-                    return nc_err_set(err, NC_ENOMEM, "out of memory");
-                nc_tensor_elems(wt, 0, wt->nelem, w);
-            }
-            rc = nc_jacobian_run(&l->result, l->x, l->comp[NC_COMP_GRAD], w, &jo, cfg->threads,
-                                 progress, &l->jacobian, err);
-            free(w);
-            if (rc)
-                return rc;
-            l->has_jacobian = true;
-        }
-        if (cfg->sweep.enabled && (rc = run_sweeps(cfg, l, err)))
+        l->has_outlier_steps = true;
+        const nc_config_layer *cl = l->cfg;
+        if (cl->synth && cl->synth_draws > 0 &&
+            (rc = nc_outlier_steps_spread(cl->synth_params.d, (int)cl->synth_params.N,
+                                          cl->synth_rng, cl->synth_params.seed,
+                                          cl->synth_draws, l->norm, l->eps,
+                                          &l->outlier_steps, err)))
             return rc;
-        if (l->cfg->outlier_steps) {
-            if ((rc = nc_outlier_steps_run(l->x, l->norm, l->eps, &l->outlier_steps, err)))
-                return rc;
-            l->has_outlier_steps = true;
-            const nc_config_layer *cl = l->cfg;
-            if (cl->synth && cl->synth_draws > 0 &&
-                (rc = nc_outlier_steps_spread(cl->synth_params.d, (int)cl->synth_params.N,
-                                              cl->synth_rng, cl->synth_params.seed,
-                                              cl->synth_draws, l->norm, l->eps,
-                                              &l->outlier_steps, err)))
-                return rc;
-        }
     }
     return 0;
+}
+
+/* The run-level block over the analysed layers, when there are two or
+ * more (run_summary.h). Not for a shard (run --shard): `normcmp merge`
+ * computes it over all shards' layers with the same function. */
+static int run_summary(nc_plan *plan, nc_err *err)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < plan->nlayers; k++)
+        n += plan->layers[k].done;
+    if (n < 2)
+        return 0;
+    if (!(plan->summaries = calloc(n, sizeof *plan->summaries)))
+        return nc_err_set(err, NC_ENOMEM, "out of memory for the run summary");
+    for (size_t k = 0, j = 0; k < plan->nlayers; k++) {
+        const nc_plan_layer *l = &plan->layers[k];
+        if (l->done)
+            nc_layer_summary_from_result(&l->result, l->has_jacobian ? &l->jacobian : NULL,
+                                         &plan->summaries[j++]);
+    }
+    int rc = nc_run_summary_compute(plan->summaries, n, &plan->run, err);
+    if (rc)
+        return rc;
+    plan->has_run = true;
+    return 0;
+}
+
+int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err)
+{
+    for (size_t k = 0; k < plan->nlayers; k++) {
+        if (!plan->layers[k].in_shard)
+            continue; /* another shard's (run --shard) */
+        int rc = run_layer(plan, &plan->layers[k], progress, err);
+        if (rc)
+            return rc;
+    }
+    /* a shard's block would cover only its layers: merge writes the run's */
+    return plan->cfg->shard_count ? 0 : run_summary(plan, err);
 }
 
 void nc_plan_close(nc_plan *plan)
@@ -522,6 +573,8 @@ void nc_plan_close(nc_plan *plan)
     }
     free(plan->layers);
     free(plan->inputs);
+    free(plan->summaries);
+    nc_run_summary_free(&plan->run);
     for (size_t k = 0; k < plan->ndumps; k++)
         nc_dump_close(plan->dumps[k]);
     free(plan->dumps);

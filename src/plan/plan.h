@@ -22,6 +22,7 @@
 #include "analysis/layer.h"
 #include "analysis/jacobian.h"
 #include "analysis/outlier.h"
+#include "analysis/run_summary.h"
 #include "analysis/sweep.h"
 #include "io/dump.h"
 #include "config/config.h"
@@ -62,6 +63,10 @@ typedef struct nc_plan {
     size_t nlayers;
     nc_plan_input *inputs;
     size_t ninputs;
+    /* the run-level block (two or more analysed layers; nc_plan_run) */
+    bool has_run;
+    nc_layer_summary *summaries; /* [layers done], in layer order; names borrowed */
+    nc_run_summary run;
 } nc_plan;
 
 /* Resolves cfg (which must outlive the plan). */

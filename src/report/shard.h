@@ -18,6 +18,7 @@
 #include <cJSON.h>
 
 #include "plan/plan.h"
+#include "util/err.h"
 
 /* The config hash of a report's "config" object as 64 hex digits; false
  * when out of memory. */
@@ -26,5 +27,12 @@ bool nc_report_config_sha256(const cJSON *config, char out[65]);
 /* Adds the "shard" block to root (which already holds "config") when the
  * plan's config has a shard; false when out of memory. */
 bool nc_report_add_shard(cJSON *root, const nc_plan *plan);
+
+/* Adds the run-level block ("run", analysis/run_summary.h) to a merged
+ * report root, computed by nc_run_summary_compute from the per-layer
+ * numbers in root's "layers" (fields as run_summary.h names them), as
+ * nc_report_json does for an unsharded run; nothing for fewer than two
+ * layers. Errors: NC_ENOMEM. */
+int nc_report_add_run_from_layers(cJSON *root, nc_err *err);
 
 #endif
