@@ -472,7 +472,9 @@ static void add_sweep(builder *b, cJSON *sweeps, const nc_sweep_result *s)
     num(b, mn, "jacobian", s->min_jac);
     num(b, o, "fitted", s->fitted);
     num(b, o, "theory", s->theory);
-    str(b, o, "theory_definition", alpha ? "1/(rho*sqrt(d))" : "d*rho^2");
+    str(b, o, "theory_definition",
+        alpha ? "A/(d*rho), A = sqrt(d) (RMSNorm) or sqrt(d-1) (LayerNorm)"
+              : "(d*rho/A)^2, A = sqrt(d) (RMSNorm) or sqrt(d-1) (LayerNorm)");
     num_array(b, o, "grid", s->grid, s->n);
     num_array(b, o, "rmse_refit", s->rmse_refit, s->n);
     num_array(b, o, alpha ? "gamma_refit" : "scale_refit", s->amp_refit, s->n);
