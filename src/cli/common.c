@@ -116,12 +116,12 @@ static void print_jacobian_summary(const nc_plan *plan)
         const nc_jac_surrogate *dyt = &j->surr[NC_FIT_DYT], *isru = &j->surr[NC_FIT_DYISRU];
         printf("%-*s", w, l->name);
         print_num(j->diag_frobenius_share, 11);
-        print_num(j->backprop.median, 11);
+        print_num(j->backprop.err, 11);
         print_num(j->radial_retention, 11);
         print_num(dyt->ok ? dyt->diag_rmse : NAN, 11);
         print_num(isru->ok ? isru->diag_rmse : NAN, 11);
-        print_num(dyt->ok ? dyt->backprop.mean : NAN, 11);
-        print_num(isru->ok ? isru->backprop.mean : NAN, 11);
+        print_num(dyt->ok ? dyt->backprop.err : NAN, 11);
+        print_num(isru->ok ? isru->backprop.err : NAN, 11);
         printf("\n");
     }
 }
@@ -148,6 +148,22 @@ static void print_sweep_summary(const nc_plan *plan)
         }
 }
 
+/* The theory curves' R^2 with each token's own scale and with one scale
+ * for the layer (docs/theory.md), when they ran. */
+static void print_theory(const nc_layer_result *r, int w)
+{
+    const nc_fit_result *f[2] = {&r->fits[NC_FIT_DYT_THEORY], &r->fits[NC_FIT_DYISRU_THEORY]};
+    if (!r->theory_token[0].ok && !r->theory_token[1].ok)
+        return;
+    printf("%-*s   theory R2, token's own scale / one scale for the layer:", w, "");
+    const char *names[2] = {"DyT", "DyISRU"};
+    for (int k = 0; k < 2; k++)
+        if (r->theory_token[k].ok && f[k]->ok)
+            printf("%s %s %.4f / %.4f", k && r->theory_token[0].ok ? "," : "", names[k],
+                   r->theory_token[k].r2, f[k]->r2);
+    printf("\n");
+}
+
 /* The summary table: one line per layer. */
 static void print_summary(const nc_plan *plan)
 {
@@ -168,6 +184,7 @@ static void print_summary(const nc_plan *plan)
         print_num(dyt->ok ? dyt->r2 : NAN, 11);
         print_num(isru->ok ? isru->r2 : NAN, 11);
         printf("\n");
+        print_theory(r, w);
         if (plan->layers[k].has_outlier_steps) {
             const nc_outlier_steps *os = &plan->layers[k].outlier_steps;
             printf("%-*s   outlier steps: mean |residual| DyT %.4g, DyISRU %.4g, ratio %.3g\n",
