@@ -49,6 +49,22 @@ static void norm_cell(const nc_plan_layer *l, char *buf, size_t cap)
              l->check.warn ? "!" : "");
 }
 
+/* The theory curves' R^2 with each token's own scale and with one scale
+ * for the layer (docs/theory.md), when they ran. */
+static void print_theory(const nc_layer_result *r, int w)
+{
+    const nc_fit_result *f[2] = {&r->fits[NC_FIT_DYT_THEORY], &r->fits[NC_FIT_DYISRU_THEORY]};
+    if (!r->theory_token[0].ok && !r->theory_token[1].ok)
+        return;
+    printf("%-*s   theory R2, token's own scale / one scale for the layer:", w, "");
+    const char *names[2] = {"DyT", "DyISRU"};
+    for (int k = 0; k < 2; k++)
+        if (r->theory_token[k].ok && f[k]->ok)
+            printf("%s %s %.4f / %.4f", k && r->theory_token[0].ok ? "," : "", names[k],
+                   r->theory_token[k].r2, f[k]->r2);
+    printf("\n");
+}
+
 static void print_fits_table(const nc_plan *plan, const bool *ran)
 {
     int w = name_width(plan);
@@ -72,6 +88,7 @@ static void print_fits_table(const nc_plan *plan, const bool *ran)
         num(alpha, 9, 4);
         num(alpha * r->stats.std, 9, 4);
         printf("\n");
+        print_theory(r, w);
         if (l->has_outlier_steps) {
             const nc_outlier_steps *os = &l->outlier_steps;
             printf("%-*s   outlier steps: mean |residual| DyT %.4g, DyISRU %.4g, ratio %.3g\n",

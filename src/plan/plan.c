@@ -521,8 +521,9 @@ static int run_sweeps(const nc_config *cfg, nc_plan_layer *l, nc_err *err)
         if (is_auto) {
             /* a log grid spanning the theory and fitted values, a decade (alpha)
              * or two (C) beyond each */
-            double th = p == NC_SWEEP_ALPHA ? 1.0 / (r->stats.rho * sqrt((double)r->d))
-                                            : (double)r->d * r->stats.rho * r->stats.rho;
+            double th = p == NC_SWEEP_ALPHA
+                            ? nc_dyt_theory_params(r->norm, r->stats.rho, r->d).p[0]
+                            : nc_dyisru_theory_params(r->norm, r->stats.rho, r->d).p[0];
             const nc_fit_result *f = &r->fits[p == NC_SWEEP_ALPHA ? NC_FIT_DYT : NC_FIT_DYISRU];
             double fit = f->ok ? f->params.p[0] : th;
             double lo = fmin(th, fit), hi = fmax(th, fit), span = p == NC_SWEEP_ALPHA ? 10 : 100;
