@@ -100,8 +100,9 @@ int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_
     if (!xy)
         return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
     xy[0] = p->x0, xy[1] = p->x1, xy[2] = p->x0, xy[3] = p->x1;
-    cv[nc++] = (nc_curve){xy, xy + 2, 2, nc_rgb_hex(0x888888), 1.0, true, 0, 0,
-                          "\xce\xb1 = 1/std"};
+    if (p->x1 > p->y0 && p->x0 < p->y1) /* alpha = 1/std, when it crosses the panel */
+        cv[nc++] = (nc_curve){xy, xy + 2, 2, nc_rgb_hex(0x888888), 1.0, true, 0, 0,
+                              "\xce\xb1 = 1/std"};
     if (run_fit_line(plan, &A, &b)) {
         xy[4] = p->x0, xy[5] = p->x1, xy[6] = A * pow(p->x0, b), xy[7] = A * pow(p->x1, b);
         cv[nc++] = (nc_curve){xy + 4, xy + 6, 2, nc_rgb_hex(0x000000), 1.2, false, 0, 0,
@@ -181,10 +182,9 @@ static bool depth_lines(job *j, const nc_plan *plan, const size_t *sel, size_t n
     double pad = 0.06 * (xhi - xlo);
     p->x0 = xlo - pad, p->x1 = xhi + pad;
     p->ylog = hi / lo > 20;
-    p->y0 = p->ylog ? lo / 1.5 : fmax(0, lo - 0.15 * (hi - lo + 1e-12 * hi));
-    p->y1 = p->ylog ? hi * 1.5 : hi + 0.15 * (hi - lo + 1e-12 * hi);
-    if (!(p->y1 > p->y0))
-        p->y0 = lo / 2, p->y1 = hi * 2;
+    double span = fmax(hi - lo, 0.2 * hi); /* one layer, or all alike: +-20 % */
+    p->y0 = p->ylog ? lo / 1.5 : fmax(0, lo - 0.15 * span);
+    p->y1 = p->ylog ? hi * 1.5 : hi + 0.15 * span;
     p->curves = cv;
     p->ncurves = nd;
     p->grid = true;
