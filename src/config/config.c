@@ -505,8 +505,10 @@ int nc_config_load(const char *path, nc_config **out, nc_err *err)
     FILE *f = fopen(path, "rb");
     if (!f) {
         int e = errno;
-        return nc_err_set_errno(err, e == ENOENT || e == EACCES || e == EISDIR ? NC_EINVAL : NC_EIO,
-                                e, "%s: cannot open config file", path);
+        bool user = e == ENOENT || e == EACCES || e == EISDIR || e == ELOOP || e == ENOTDIR ||
+                    e == ENAMETOOLONG;
+        return nc_err_set_errno(err, user ? NC_EINVAL : NC_EIO, e,
+                                "%s: cannot open config file", path);
     }
     char *buf = malloc(CONFIG_MAX_BYTES + 1);
     if (!buf) {

@@ -259,6 +259,29 @@ static void add_stats(builder *b, cJSON *lo, const nc_layer_result *r)
     }
 }
 
+/* docs/theory.md: the fit's own numbers are the curve with one scale for
+ * the layer (rho, in x); per_token_scale the same curve with each token's
+ * own scale (and centre, for LayerNorm). */
+static void add_theory_token(builder *b, cJSON *o, const nc_layer_result *r, int k)
+{
+    num(b, o, "rho", r->stats.rho);
+    str(b, o, "variable", "x");
+    const nc_theory_token *tt = &r->theory_token[k];
+    if (!tt->ok)
+        return;
+    cJSON *t = obj(b, o, "per_token_scale");
+    str(b, t, "scale", r->norm == NC_LAYERNORM ? "s_t" : "r_t");
+    str(b, t, "variable", r->norm == NC_LAYERNORM ? "x - mu_t" : "x");
+    num(b, t, "rmse", tt->rmse);
+    num(b, t, "r2", tt->r2);
+    num(b, t, "max_abs_err", tt->max_abs_err);
+    num(b, t, "mean_abs_err", tt->mean_abs_err);
+    num(b, t, "sse", tt->sse);
+    num(b, t, "r2_lost_to_one_scale",
+        tt->r2 - r->fits[k ? NC_FIT_DYISRU_THEORY : NC_FIT_DYT_THEORY].r2);
+    ensure_status(b, t, "R^2 undefined: the output has no variance");
+}
+
 static void add_fit(builder *b, cJSON *fits, const nc_layer_result *r, int id)
 {
     const nc_fit_result *f = &r->fits[id];
@@ -277,12 +300,14 @@ static void add_fit(builder *b, cJSON *fits, const nc_layer_result *r, int id)
         bool fixed = s->theory || id == NC_FIT_DYISRU || f->amp_fixed;
         boolean(b, a, "fixed", fixed);
         if (s->theory)
-            str(b, a, "rule", "sqrt(d)");
+            str(b, a, "rule", r->norm == NC_LAYERNORM && r->d >= 2 ? "sqrt(d-1)" : "sqrt(d)");
         else
             str(b, a, "rule", fixed ? nc_amp_rule_name(f->amp_rule) : "free");
         if (fixed)
-            num(b, a, "value", s->theory ? sqrt((double)r->d) : f->amp);
+            num(b, a, "value", s->theory ? nc_theory_amp(r->norm, r->d) : f->amp);
     }
+    if (s->theory)
+        add_theory_token(b, o, r, id == NC_FIT_DYT_THEORY ? 0 : 1);
     if (id == NC_FIT_DYT_PER_CHANNEL && f->params.pc) {
         num_array(b, o, "gamma", f->params.pc, r->d);
         num_array(b, o, "beta", f->params.pc + r->d, r->d);
@@ -301,13 +326,13 @@ static void add_fit(builder *b, cJSON *fits, const nc_layer_result *r, int id)
     if (id == NC_FIT_DYT || id == NC_FIT_DYT_PER_CHANNEL || id == NC_FIT_DYT_THEORY) {
         /* the quantities of the DyT paper's alpha-vs-1/std observation */
         const nc_input_stats *st = &r->stats;
-        double alpha = f->params.p[0], sd = sqrt((double)r->d);
+        double alpha = f->params.p[0];
         num(b, o, "alpha_times_std", alpha * st->std);
         num(b, o, "alpha_times_rho", alpha * st->rho);
         if (id != NC_FIT_DYT_PER_CHANNEL)
             num(b, o, "slope_at_origin", alpha * f->params.p[1]);
         num(b, o, "inv_std", 1.0 / st->std);
-        num(b, o, "theory_alpha", 1.0 / (st->rho * sd));
+        num(b, o, "theory_alpha", nc_dyt_theory_params(r->norm, st->rho, r->d).p[0]);
     }
     if (id == NC_FIT_DYT) {
         cJSON *sat = obj(b, o, "saturation");
@@ -447,7 +472,9 @@ static void add_sweep(builder *b, cJSON *sweeps, const nc_sweep_result *s)
     num(b, mn, "jacobian", s->min_jac);
     num(b, o, "fitted", s->fitted);
     num(b, o, "theory", s->theory);
-    str(b, o, "theory_definition", alpha ? "1/(rho*sqrt(d))" : "d*rho^2");
+    str(b, o, "theory_definition",
+        alpha ? "A/(d*rho), A = sqrt(d) (RMSNorm) or sqrt(d-1) (LayerNorm)"
+              : "(d*rho/A)^2, A = sqrt(d) (RMSNorm) or sqrt(d-1) (LayerNorm)");
     num_array(b, o, "grid", s->grid, s->n);
     num_array(b, o, "rmse_refit", s->rmse_refit, s->n);
     num_array(b, o, alpha ? "gamma_refit" : "scale_refit", s->amp_refit, s->n);
