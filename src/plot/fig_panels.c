@@ -426,18 +426,23 @@ bool nc_fig_outlier_panel(job *j, const nc_plan_layer *pl, nc_panel *p)
         gd[k] = A * tanh(al * gx[k]);
         gi[k] = A * gx[k] / sqrt(gx[k] * gx[k] + Cc);
     }
+    bool small = j->fig.width_in < 5.0; /* no formulas in a small figure's legend */
     c[0] = (nc_curve){gx, gd, CURVE_POINTS, nc_fit_color(NC_FIT_DYT), 1.6, false, 0, 0,
-                      nc_fig_jprintf(j, "DyT: %.4g tanh(%.4g x), mean |residual| %.3g", A, al,
-                                     os->dyt.mean_abs_res)};
+                      small ? nc_fig_jprintf(j, "DyT (mean |res| %.3g)", os->dyt.mean_abs_res)
+                            : nc_fig_jprintf(j, "DyT: %.4g tanh(%.4g x), mean |residual| %.3g", A,
+                                             al, os->dyt.mean_abs_res)};
     c[1] = (nc_curve){gx, gi, CURVE_POINTS, nc_fit_color(NC_FIT_DYISRU), 1.6, false, 0, 0,
-                      nc_fig_jprintf(j, "DyISRU: %.4g x / \xe2\x88\x9a(x\xc2\xb2 + %.4g), "
-                                        "mean |residual| %.3g", A, Cc, os->dyisru.mean_abs_res)};
+                      small ? nc_fig_jprintf(j, "DyISRU (mean |res| %.3g)",
+                                             os->dyisru.mean_abs_res)
+                            : nc_fig_jprintf(j, "DyISRU: %.4g x / \xe2\x88\x9a(x\xc2\xb2 + %.4g), "
+                                                "mean |residual| %.3g",
+                                             A, Cc, os->dyisru.mean_abs_res)};
     h[0] = (nc_hline){A, nc_rgb_hex(0x999999), true,
                       nc_fig_jprintf(j, "\xc2\xb1 amplitude %.4g", A)};
     h[1] = (nc_hline){-A, nc_rgb_hex(0x999999), true, NULL};
-    *p = (nc_panel){.title = nc_fig_jprintf(j, "%s \xe2\x80\x94 outlier steps (DyT/DyISRU "
-                                               "residual ratio %.3g)", pl->name, os->ratio),
-                    .xlabel = "the token's largest input x", .ylabel = "its normalized output y",
+    *p = (nc_panel){.title = nc_fig_jprintf(j, "%s \xe2\x80\x94 residual ratio %.3g", pl->name,
+                                            os->ratio),
+                    .xlabel = "the token's largest input x", .ylabel = "normalized output y",
                     .x0 = -xm, .x1 = xm, .y0 = -1.15 * A, .y1 = 1.15 * A, .grid = true,
                     .curves = c, .ncurves = 2, .marks = m, .nmarks = os->points, .hlines = h,
                     .nhlines = 2};
