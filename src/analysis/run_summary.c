@@ -49,8 +49,10 @@ void nc_layer_summary_from_result(const nc_layer_result *res, const nc_jac_resul
     if (lin->ok)
         s->affine_slope = lin->params.p[0];
     for (int k = 0; jac && k < NC_FIT_COUNT; k++)
-        if (jac->surr[k].ok)
-            s->bp[k] = jac->surr[k].backprop.mean;
+        if (jac->surr[k].ok) {
+            s->bp[k] = jac->surr[k].backprop.err;
+            s->bp_se[k] = jac->surr[k].backprop.err_se;
+        }
 }
 
 /* ------------------------------------------------------ t distribution */

@@ -116,12 +116,12 @@ static void print_jacobian_summary(const nc_plan *plan)
         const nc_jac_surrogate *dyt = &j->surr[NC_FIT_DYT], *isru = &j->surr[NC_FIT_DYISRU];
         printf("%-*s", w, l->name);
         print_num(j->diag_frobenius_share, 11);
-        print_num(j->backprop.median, 11);
+        print_num(j->backprop.err, 11);
         print_num(j->radial_retention, 11);
         print_num(dyt->ok ? dyt->diag_rmse : NAN, 11);
         print_num(isru->ok ? isru->diag_rmse : NAN, 11);
-        print_num(dyt->ok ? dyt->backprop.mean : NAN, 11);
-        print_num(isru->ok ? isru->backprop.mean : NAN, 11);
+        print_num(dyt->ok ? dyt->backprop.err : NAN, 11);
+        print_num(isru->ok ? isru->backprop.err : NAN, 11);
         printf("\n");
     }
 }

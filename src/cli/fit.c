@@ -114,9 +114,11 @@ static const char fit_help[] =
     "      --max-exact-points N   fit raw points up to this many, bins above (default 262144)\n"
     "      --experiment NAME      also run outlier-steps on each layer\n"
     "      --no-jacobian          skip the diagonal-Jacobian comparison\n"
-    "      --probes N             random probe gradients per token, 1..1024 (default 8)\n"
-    "      --dense-tokens N       tokens whose d x d Jacobian is built with OpenBLAS (default:\n"
-    "                             2^26/d^2, at least 1, at most 4096: 4 tokens at d = 4096)\n"
+    "      --probes N             random probe columns per token of the dense Jacobian check,\n"
+    "                             1..1024 (default 8; the backprop errors are exact expectations\n"
+    "                             over probes and do not depend on it: docs/jacobian.md)\n"
+    "      --dense-tokens N       tokens whose d x d Jacobian is checked entry by entry (default:\n"
+    "                             2^24/d^2, at least 1, at most 4096: 1 token at d = 4096)\n"
     "  -q, --quiet                no progress or messages on stderr\n"
     "  -h, --help                 this help\n";
 
@@ -249,14 +251,15 @@ static const char jacobian_help[] =
     "usage: normcmp jacobian FILE... [options]\n"
     "The diagonal-Jacobian comparison of BRIEF.md (\"The gradient derivation\"): the share\n"
     "of each norm's exact Jacobian on its diagonal, the backprop error of keeping only\n"
-    "the diagonal (random probes, and the dump's real gradients when it has them),\n"
+    "the diagonal (exact over Gaussian probes, and the dump's real gradients with\n"
+    "standard errors when it has them), the Gaussian reference values at the layer's d,\n"
     "the radial error, each fitted surrogate's derivative against the diagonal, and\n"
     "the ODE check. Runs the fits too (the surrogates are compared), writes\n"
     "DIR/report.json and prints the Jacobian summary. Takes every option of\n"
     "'normcmp fit' (see 'normcmp fit --help'); the ones specific to it:\n"
     "\n"
-    "      --probes N             random probe gradients per token, 1..1024 (default 8)\n"
-    "      --dense-tokens N       tokens whose d x d Jacobian is built with OpenBLAS\n"
+    "      --probes N             probe columns per token of the dense check (default 8)\n"
+    "      --dense-tokens N       tokens whose d x d Jacobian is checked entry by entry\n"
     "      --grad-output FILE     upstream gradients (.npy; default <prefix>_grad_output.npy)\n";
 
 static const char plot_help[] =

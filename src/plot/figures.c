@@ -445,7 +445,9 @@ int nc_figures_render(const struct nc_plan *plan, const nc_fig_spec *specs, size
             if (c.req[q].layer == l)
                 mine[m++] = c.req[q];
         nc_plan_layer_memory(&plan->layers[l], true);
+        nc_plan_layer_memory(&plan->layers[l], true);
         rc = raster_pass(&plan->layers[l], mine, m, threads, err);
+        nc_plan_layer_memory(&plan->layers[l], false); /* one layer resident at a time */
         nc_plan_layer_memory(&plan->layers[l], false); /* one layer resident at a time */
         free(mine);
     }

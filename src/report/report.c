@@ -387,24 +387,99 @@ static void add_outlier_steps(builder *b, cJSON *lo, const nc_outlier_steps *os)
         add_outlier_spread(b, o, &os->spread);
 }
 
+/* A backprop error over tokens (jacobian.h nc_jac_summary; docs/jacobian.md) */
 static void add_summary(builder *b, cJSON *o, const char *key, const nc_jac_summary *s)
 {
     cJSON *q = obj(b, o, key);
+    num(b, q, "err", s->err);
+    num(b, q, "err_se", s->err_se);
+    boolean(b, q, "exact", s->exact);
     num(b, q, "mean", s->mean);
+    num(b, q, "mean_se", s->mean_se);
     num(b, q, "median", s->median);
+    num(b, q, "median_se", s->median_se);
     num(b, q, "p95", s->p95);
     num(b, q, "tokens", (double)s->n);
     num(b, q, "infinite", (double)s->n_inf);
+    ensure_status(b, q, s->n == 0 ? "no token to summarise"
+                      : s->n_inf ? "some tokens' ratios are infinite (J^T g = 0): no mean "
+                                   "and standard errors"
+                                 : "one token: no standard error");
 }
 
-/* BRIEF.md "The gradient derivation": what the diagonal keeps and loses. */
+/* A ranking of the surrogates by a backprop error, best first */
+static void add_ranking(builder *b, cJSON *o, const char *key, const nc_jac_rank *r, int n)
+{
+    cJSON *a = cJSON_AddArrayToObject(o, key);
+    if (!a) {
+        b->ok = false;
+        return;
+    }
+    for (int k = 0; k < n; k++) {
+        cJSON *e = cJSON_CreateObject();
+        if (!e || !cJSON_AddItemToArray(a, e)) {
+            cJSON_Delete(e);
+            b->ok = false;
+            return;
+        }
+        str(b, e, "surrogate", nc_surrogate_get((nc_fit_id)r[k].id)->name);
+        num(b, e, "err", r[k].err);
+        num(b, e, "err_se", r[k].se);
+        num(b, e, "gap_se", r[k].gap_se);
+        boolean(b, e, "tie_with_previous", r[k].tie);
+        ensure_status(b, e, "undefined: the exact Jacobian is zero");
+    }
+}
+
+/* The Gaussian reference values at the layer's d */
+static void add_gauss_ref(builder *b, cJSON *o, const nc_jac_result *j)
+{
+    cJSON *g = obj(b, o, "gaussian_reference");
+    num(b, g, "d", (double)j->d);
+    num(b, g, "diag_frobenius_share", j->gauss.diag_frobenius_share);
+    num(b, g, "offdiag_frobenius_share", j->gauss.offdiag_frobenius_share);
+    num(b, g, "backprop_rel_err", j->gauss.offdiag_frobenius_share);
+    num(b, g, "radial_retention", j->gauss.radial_retention);
+    if (j->norm == NC_LAYERNORM)
+        num(b, g, "ones_retention", j->gauss.ones_retention);
+    ensure_status(b, g, "undefined for d < 3 (LayerNorm) or d < 2 (RMSNorm)");
+}
+
+/* The dense check and the timing */
+static void add_dense(builder *b, cJSON *o, const nc_jac_result *j)
+{
+    cJSON *dc = obj(b, o, "dense_check");
+    str(b, dc, "status", j->dense_status);
+    num(b, dc, "tokens", (double)j->tokens_materialised);
+    if (j->dense_ran) {
+        num(b, dc, "columns", (double)j->dense_columns);
+        num(b, dc, "max_rel_diff", j->dense_max_rel_diff);
+        num(b, dc, "tol", j->dense_tol);
+        num(b, dc, "frob_max_rel_diff", j->dense_frob_max_rel_diff);
+        num(b, dc, "offdiag_max_rel_diff", j->dense_off_max_rel_diff);
+        num(b, dc, "frob_tol", j->dense_frob_tol);
+    }
+    cJSON *t = obj(b, o, "timing");
+    num(b, t, "analytic_s", j->time_analytic_s);
+    num(b, t, "summaries_s", j->time_stats_s);
+    num(b, t, "dense_s", j->time_dense_s);
+    if (j->dense_ran && j->time_dense_s > 0)
+        num(b, t, "dense_gflops", j->dense_flops / j->time_dense_s / 1e9);
+    num(b, t, "ode_s", j->time_ode_s);
+}
+
+/* BRIEF.md "The gradient derivation": what the diagonal keeps and loses;
+ * docs/jacobian.md defines every field. */
 static void add_jacobian(builder *b, cJSON *lo, const nc_jac_result *j)
 {
     cJSON *o = obj(b, lo, "jacobian");
     num(b, o, "diag_frobenius_share", j->diag_frobenius_share);
-    add_summary(b, o, "backprop_rel_err", &j->backprop);
+    num(b, o, "offdiag_frobenius_share", j->offdiag_frobenius_share);
+    num(b, o, "backprop_rel_err", j->backprop.err);
+    num(b, o, "backprop_rel_err_se", j->backprop.err_se);
+    add_summary(b, o, "backprop", &j->backprop);
     if (j->has_real) {
-        add_summary(b, o, "backprop_rel_err_real", &j->backprop_real);
+        add_summary(b, o, "backprop_real", &j->backprop_real);
         boolean(b, o, "real_weighted", j->real_weighted);
         num(b, o, "real_zero_tokens", (double)j->real_zero_tokens);
         num(b, o, "real_nonfinite_tokens", (double)j->real_nonfinite_tokens);
@@ -412,6 +487,7 @@ static void add_jacobian(builder *b, cJSON *lo, const nc_jac_result *j)
     num(b, o, "radial_retention", j->radial_retention);
     if (j->norm == NC_LAYERNORM)
         num(b, o, "ones_retention", j->ones_retention);
+    add_gauss_ref(b, o, j);
     cJSON *sur = obj(b, o, "surrogates");
     for (int k = 0; k < NC_FIT_COUNT; k++) {
         const nc_jac_surrogate *s = &j->surr[k];
@@ -419,14 +495,24 @@ static void add_jacobian(builder *b, cJSON *lo, const nc_jac_result *j)
             continue;
         cJSON *so = obj(b, sur, nc_surrogate_get((nc_fit_id)k)->name);
         num(b, so, "diag_rmse", s->diag_rmse);
+        num(b, so, "diag_rmse_rel", s->diag_rmse_rel);
         num(b, so, "diag_max_err", s->diag_max_err);
-        num(b, so, "backprop_rel_err", s->backprop.mean);
-        num(b, so, "backprop_rel_err_median", s->backprop.median);
-        if (j->has_real)
-            add_summary(b, so, "backprop_rel_err_real", &s->backprop_real);
+        num(b, so, "diag_max_err_rel", s->diag_max_err_rel);
+        num(b, so, "backprop_rel_err", s->backprop.err);
+        num(b, so, "backprop_rel_err_se", s->backprop.err_se);
+        add_summary(b, so, "backprop", &s->backprop);
+        if (j->has_real) {
+            num(b, so, "backprop_real_rel_err", s->backprop_real.err);
+            num(b, so, "backprop_real_rel_err_se", s->backprop_real.err_se);
+            add_summary(b, so, "backprop_real", &s->backprop_real);
+        }
         ensure_status(b, so, "undefined where the exact Jacobian is zero (d = 1 LayerNorm, "
                              "or constant outputs)");
     }
+    cJSON *rk = obj(b, o, "ranking");
+    add_ranking(b, rk, "backprop", j->rank, j->nranked);
+    if (j->has_real)
+        add_ranking(b, rk, "backprop_real", j->rank_real, j->nranked);
     cJSON *ode = obj(b, o, "ode_check");
     num(b, ode, "ode1_max_dev", j->ode.ode1_max_dev);
     num(b, ode, "ode2_max_dev", j->ode.ode2_max_dev);
@@ -438,19 +524,10 @@ static void add_jacobian(builder *b, cJSON *lo, const nc_jac_result *j)
     num(b, o, "probes", (double)j->probes);
     num(b, o, "seed", (double)j->seed);
     num(b, o, "tokens", (double)j->tokens);
-    num(b, o, "tokens_materialised", (double)j->tokens_materialised);
-    num(b, o, "dense_max_rel_diff", j->dense_max_rel_diff);
-    num(b, o, "dense_frob_max_rel_diff", j->dense_frob_max_rel_diff);
-    str(b, o, "dense_status", j->dense_status);
-    ensure_status(b, o, "ratios undefined: the exact Jacobian is zero (d = 1 LayerNorm, or "
-                        "constant outputs)");
-    cJSON *t = obj(b, o, "timing");
-    num(b, t, "analytic_s", j->time_analytic_s);
-    num(b, t, "dense_s", j->time_dense_s);
-    num(b, t, "dense_gemm_s", j->time_dense_gemm_s);
-    num(b, t, "dense_gflops", j->time_dense_gemm_s > 0 ? j->dense_flops / j->time_dense_gemm_s / 1e9
-                                                     : NAN);
-    num(b, t, "ode_s", j->time_ode_s);
+    add_dense(b, o, j);
+    ensure_status(b, o, j->tokens == 0 ? "undefined: no token with an output"
+                                       : "ratios undefined: the exact Jacobian is zero (d = 1 "
+                                         "LayerNorm, or constant outputs)");
 }
 
 static void add_sweep(builder *b, cJSON *sweeps, const nc_sweep_result *s)
