@@ -32,11 +32,11 @@ static bool is_explicit(nc_src s)
     return s == NC_SRC_FLAG || s == NC_SRC_CONFIG;
 }
 
-/* "rmsnorm eps 1e-05 (flag, metadata)" */
+/* "rmsnorm eps 1e-05 (kind from flag, eps from metadata)" */
 static void norm_text(nc_norm_kind kind, double eps, nc_src ks, nc_src es, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "%s eps %.3g (%s, %s)", nc_norm_name(kind), eps, nc_src_name(ks),
-             nc_src_name(es));
+    snprintf(buf, cap, "%s eps %.3g (kind from %s, eps from %s)", nc_norm_name(kind), eps,
+             nc_src_name(ks), nc_src_name(es));
 }
 
 /* What the detection says, for the messages. */
@@ -68,17 +68,22 @@ static int rerun(nc_plan_layer *l, nc_layer_spec *spec, nc_norm_kind norm, doubl
 
 /* The detected norm, where not explicit; false when nothing would change. */
 static bool choose(const nc_plan_layer *l, const nc_norm_detect *det, nc_norm_kind *norm,
-                   double *eps)
+                   double *eps, bool *eps_detected)
 {
+    *eps_detected = false;
     *norm = l->norm;
     *eps = l->eps;
     if (!is_explicit(l->norm_source) && det->kind_identified)
         *norm = det->kind;
+    if (l->eps_source == NC_SRC_DEFAULT && *norm != l->norm)
+        *eps = *norm == NC_RMSNORM ? NC_RMSNORM_EPS : NC_LAYERNORM_EPS; /* the kind's default */
     if (!is_explicit(l->eps_source) && *norm == det->kind) {
+        double e = *eps;
         if (det->eps_identified)
             *eps = det->eps;
-        else if (det->eps_bound == det->eps_bound && l->eps > det->eps_bound)
+        else if (det->eps_bound == det->eps_bound && *eps > det->eps_bound)
             *eps = det->eps_hat > 0 ? det->eps_hat : 0.0;
+        *eps_detected = *eps != e;
     }
     return *norm != l->norm || *eps != l->eps;
 }
@@ -116,10 +121,11 @@ int nc_plan_check_real(nc_plan_layer *l, nc_layer_spec *spec, nc_err *err)
     detect_text(&c->det, found, sizeof found);
     nc_norm_kind norm;
     double eps;
-    if (c->det.fits && choose(l, &c->det, &norm, &eps)) {
+    bool eps_detected;
+    if (c->det.fits && choose(l, &c->det, &norm, &eps, &eps_detected)) {
         if (norm != l->norm)
             l->norm_source = NC_SRC_DETECTED;
-        if (eps != l->eps)
+        if (eps_detected)
             l->eps_source = NC_SRC_DETECTED;
         if ((rc = rerun(l, spec, norm, eps, err)))
             return rc;
