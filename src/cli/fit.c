@@ -44,6 +44,7 @@ enum {
     OPT_SIZE,
     OPT_DPI,
     OPT_CURVES,
+    OPT_STRICT,
     OPT_SHARD,
     OPT_LEGEND,
 };
@@ -77,6 +78,7 @@ static const struct option fit_options[] = {
     {"size", required_argument, NULL, OPT_SIZE},
     {"dpi", required_argument, NULL, OPT_DPI},
     {"curves", required_argument, NULL, OPT_CURVES},
+    {"strict", no_argument, NULL, OPT_STRICT},
     {"legend", required_argument, NULL, OPT_LEGEND},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"help", no_argument, NULL, OPT_HELP},
@@ -86,12 +88,18 @@ static const struct option fit_options[] = {
 static const char fit_help[] =
     "usage: normcmp fit FILE... [options]\n"
     "Fits DyT, DyISRU, Derf, the theory curves and an affine map to each layer's\n"
-    "norm output; writes DIR/report.json and prints a summary.\n"
+    "norm output; writes DIR/report.json and prints a summary. A FILE is a .npy or\n"
+    ".safetensors file, or a sharded dump: a folder, its *.safetensors.index.json or\n"
+    "a quoted glob of its shards.\n"
     "\n"
     "  -t, --tensor PATTERN       tensor name or glob (repeatable; default: every '*.input'\n"
     "                             tensor of a safetensors file)\n"
-    "  -n, --norm NAME            layernorm or rmsnorm (default layernorm)\n"
-    "  -e, --eps E                norm eps, number >= 0 (default 1e-5 LayerNorm, 1e-6 RMSNorm)\n"
+    "  -n, --norm NAME            layernorm or rmsnorm (default: the dump's __metadata__,\n"
+    "                             else layernorm; or detected from a real output that\n"
+    "                             disagrees)\n"
+    "  -e, --eps E                norm eps, number >= 0 (default: the dump's __metadata__,\n"
+    "                             else 1e-5 LayerNorm, 1e-6 RMSNorm; or detected)\n"
+    "      --strict               exit 2 when a real output disagrees with the norm used\n"
     "  -o, --out DIR              output folder (default out/<first file's name>)\n"
     "      --label NAME           layer name (one layer only)\n"
     "      --real-output FILE     the layer's real output (.npy; default <prefix>_output.npy)\n"
@@ -112,9 +120,11 @@ static const char fit_help[] =
     "      --max-exact-points N   fit raw points up to this many, bins above (default 262144)\n"
     "      --experiment NAME      also run outlier-steps on each layer\n"
     "      --no-jacobian          skip the diagonal-Jacobian comparison\n"
-    "      --probes N             random probe gradients per token, 1..1024 (default 8)\n"
-    "      --dense-tokens N       tokens whose d x d Jacobian is built with OpenBLAS (default:\n"
-    "                             2^26/d^2, at least 1, at most 4096: 4 tokens at d = 4096)\n"
+    "      --probes N             random probe columns per token of the dense Jacobian check,\n"
+    "                             1..1024 (default 8; the backprop errors are exact expectations\n"
+    "                             over probes and do not depend on it: docs/jacobian.md)\n"
+    "      --dense-tokens N       tokens whose d x d Jacobian is checked entry by entry (default:\n"
+    "                             2^24/d^2, at least 1, at most 4096: 1 token at d = 4096)\n"
     "  -q, --quiet                no progress or messages on stderr\n"
     "  -h, --help                 this help\n";
 
@@ -130,6 +140,7 @@ static const char run_help[] =
     "      --seed N               seed of the token sample and synthetic layers\n"
     "      --shard K/N            analyse only layers i (0-based, plan order) with\n"
     "                             i mod N = K-1; 'normcmp merge' combines the N folders\n"
+    "      --strict               exit 2 when a real output disagrees with the norm used\n"
     "  -q, --quiet                no progress or messages on stderr\n"
     "  -h, --help                 this help\n";
 
@@ -138,7 +149,7 @@ typedef struct overrides {
     const char *out;
     bool has_threads, has_sample, has_seed;
     uint64_t threads, sample, seed;
-    bool quiet;
+    bool quiet, strict;
 } overrides;
 
 static int set_default_output(nc_config *cfg, const char *out, nc_err *err)
@@ -168,6 +179,9 @@ static int parse_override(int c, const char *arg, overrides *ov, nc_err *err)
     case OPT_QUIET:
         ov->quiet = true;
         return 1;
+    case OPT_STRICT:
+        ov->strict = true;
+        return 1;
     case OPT_THREADS:
         rc = nc_parse_u64(arg, "--threads", 0, 16, &ov->threads, err);
         ov->has_threads = true;
@@ -194,6 +208,8 @@ static void apply_overrides(nc_config *cfg, const overrides *ov)
         cfg->sample_tokens = (size_t)ov->sample;
     if (ov->has_seed)
         cfg->seed = ov->seed;
+    if (ov->strict)
+        cfg->strict = true;
 }
 
 /* What fit and run share once cfg is complete: the flags that override it,
@@ -246,16 +262,17 @@ static char *stem(const char *path)
 static const char jacobian_help[] =
     "usage: normcmp jacobian FILE... [options]\n"
     "The diagonal-Jacobian comparison: the share of each norm's exact Jacobian on its\n"
-    "diagonal, the backprop error of keeping only the diagonal (random probes, and\n"
-    "the dump's real gradients when it has them), the radial error, each fitted\n"
+    "diagonal, the backprop error of keeping only the diagonal (exact over Gaussian\n"
+    "probes, and the dump's real gradients with standard errors when it has them),\n"
+    "the Gaussian reference values at the layer's d, the radial error, each fitted\n"
     "surrogate's derivative against the diagonal, and the ODE check (the derivation\n"
     "and every number: docs/ in the source tree). Runs the fits too (the surrogates\n"
     "are compared), writes DIR/report.json and prints the Jacobian table (the fits\n"
     "table is 'normcmp fit'). Takes every option of\n"
     "'normcmp fit' (see 'normcmp fit --help'); the ones specific to it:\n"
     "\n"
-    "      --probes N             random probe gradients per token, 1..1024 (default 8)\n"
-    "      --dense-tokens N       tokens whose d x d Jacobian is built with OpenBLAS\n"
+    "      --probes N             probe columns per token of the dense check (default 8)\n"
+    "      --dense-tokens N       tokens whose d x d Jacobian is checked entry by entry\n"
     "      --grad-output FILE     upstream gradients (.npy; default <prefix>_grad_output.npy)\n";
 
 static const char plot_help[] =
@@ -357,7 +374,7 @@ typedef struct fit_args {
     const char *tensors[64];
     size_t ntensors;
     const char *label, *comp[NC_COMP_COUNT];
-    bool has_eps, outlier;
+    bool has_norm, has_eps, outlier;
     nc_norm_kind norm;
     double eps;
 } fit_args;
@@ -398,6 +415,7 @@ static int input_option(int c, const char *arg, fit_args *a, nc_err *err)
         if (!nc_norm_parse(arg, &a->norm))
             return cli_usage_error(a->cmd, "--norm: expected layernorm or rmsnorm, got '%s'",
                                    arg);
+        a->has_norm = true;
         return OPT_DONE;
     case OPT_EPS:
         if (nc_parse_double(arg, "--eps", 0, 1, &a->eps, err) != 0)
@@ -608,6 +626,7 @@ static int add_layers(char **files, int nfiles, const fit_args *a, nc_config *cf
     if (!(cfg->name = stem(files[0])))
         return nc_err_set(err, NC_ENOMEM, "out of memory");
     cfg->norm = a->norm;
+    cfg->has_norm = a->has_norm;
     cfg->has_eps = a->has_eps;
     cfg->eps = a->eps;
     for (int k = 0; k < nfiles; k++) {
@@ -688,6 +707,7 @@ static const struct option run_options[] = {
     {"sample-tokens", required_argument, NULL, OPT_SAMPLE},
     {"seed", required_argument, NULL, OPT_SEED},
     {"shard", required_argument, NULL, OPT_SHARD},
+    {"strict", no_argument, NULL, OPT_STRICT},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},

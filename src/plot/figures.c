@@ -355,6 +355,12 @@ static int grid_panels(ctx *c, job *j, nc_err *err)
         if (!nc_fig_scatter_panel(j, pl, &j->panels[k], true))
             return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
     }
+    for (size_t k = 0; k < c->nsel; k++) { /* axis labels once per row and column */
+        if (k % (size_t)j->fig.cols)
+            j->panels[k].ylabel = NULL;
+        if (k + (size_t)j->fig.cols < c->nsel)
+            j->panels[k].xlabel = NULL;
+    }
     int rc = 0;
     for (size_t k = 0; k < c->nsel && !rc; k++)
         if (c->plan->layers[c->sel[k]].result.points > 0)
@@ -439,7 +445,9 @@ int nc_figures_render(const struct nc_plan *plan, const nc_fig_spec *specs, size
             if (c.req[q].layer == l)
                 mine[m++] = c.req[q];
         nc_plan_layer_memory(&plan->layers[l], true);
+        nc_plan_layer_memory(&plan->layers[l], true);
         rc = raster_pass(&plan->layers[l], mine, m, threads, err);
+        nc_plan_layer_memory(&plan->layers[l], false); /* one layer resident at a time */
         nc_plan_layer_memory(&plan->layers[l], false); /* one layer resident at a time */
         free(mine);
     }
