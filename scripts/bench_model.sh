@@ -31,13 +31,13 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # timed CMD...: appends "wall rss_kb" of one run to $runs
 timed() {
-    out=$( { /usr/bin/time -f '%e %M' "$@" >/dev/null 2>"$dir/.stderr"; } 2>&1 | tail -n 1) || {
+    /usr/bin/time -f '%e %M' -o "$dir/.time" "$@" >"$dir/.stdout" 2>"$dir/.stderr" || {
         echo "bench: failed: $*" >&2
         cat "$dir/.stderr" >&2
         exit 1
     }
     runs="$runs
-$out"
+$(tail -n 1 "$dir/.time")"
 }
 
 if [ "${BENCH_MODEL:-1}" = 1 ]; then
@@ -118,6 +118,8 @@ if [ "${BENCH_REFERENCE:-1}" = 1 ]; then
             timed /usr/bin/python3 scripts/bench_reference.py --same-work "$data"
             k=$((k + 1))
         done
+        echo "    NumPy same work, stages of the last run:"
+        sed 's/^/    /' "$dir/.stdout"
         ref_walls=$(printf '%s\n' "$runs" | awk 'NF {print $1}')
         ref_rss=$(printf '%s\n' "$runs" | awk 'NF && $2 > m {m = $2} END {print m}')
         # shellcheck disable=SC2086
