@@ -81,6 +81,23 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
  * when computed), or the Jacobian table alone (`normcmp jacobian`). */
 extern bool cli_summary_jacobian_only;
 
+struct nc_plan;
+/* The fits table of a finished plan on stdout: every fit that ran, the
+ * norm used and its source (summary.c). */
+void cli_print_fit_summary(const struct nc_plan *plan);
+
+/* The verdict per layer and, for two or more layers, the run-level lines
+ * (plan->run); nothing without a run summary. */
+void cli_print_run_summary(const struct nc_plan *plan);
+
+/* The real-output check's lines on stderr: detections (not when quiet)
+ * and warnings (always). */
+void cli_print_checks(const struct nc_plan *plan, bool quiet);
+
+/* 2 with a message when strict and a layer's real output still disagrees
+ * with the norm used, else 0. */
+int cli_strict_status(const struct nc_plan *plan, bool strict);
+
 /* Checks stdout for write errors before a successful exit; returns the
  * status to exit with. */
 int cli_finish_stdout(int status);

@@ -44,6 +44,7 @@ enum {
     OPT_SIZE,
     OPT_DPI,
     OPT_CURVES,
+    OPT_STRICT,
     OPT_SHARD,
     OPT_LEGEND,
 };
@@ -77,6 +78,7 @@ static const struct option fit_options[] = {
     {"size", required_argument, NULL, OPT_SIZE},
     {"dpi", required_argument, NULL, OPT_DPI},
     {"curves", required_argument, NULL, OPT_CURVES},
+    {"strict", no_argument, NULL, OPT_STRICT},
     {"legend", required_argument, NULL, OPT_LEGEND},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"help", no_argument, NULL, OPT_HELP},
@@ -92,8 +94,12 @@ static const char fit_help[] =
     "\n"
     "  -t, --tensor PATTERN       tensor name or glob (repeatable; default: every '*.input'\n"
     "                             tensor of a safetensors file)\n"
-    "  -n, --norm NAME            layernorm or rmsnorm (default layernorm)\n"
-    "  -e, --eps E                norm eps, number >= 0 (default 1e-5 LayerNorm, 1e-6 RMSNorm)\n"
+    "  -n, --norm NAME            layernorm or rmsnorm (default: the dump's __metadata__,\n"
+    "                             else layernorm; or detected from a real output that\n"
+    "                             disagrees)\n"
+    "  -e, --eps E                norm eps, number >= 0 (default: the dump's __metadata__,\n"
+    "                             else 1e-5 LayerNorm, 1e-6 RMSNorm; or detected)\n"
+    "      --strict               exit 2 when a real output disagrees with the norm used\n"
     "  -o, --out DIR              output folder (default out/<first file's name>)\n"
     "      --label NAME           layer name (one layer only)\n"
     "      --real-output FILE     the layer's real output (.npy; default <prefix>_output.npy)\n"
@@ -134,6 +140,7 @@ static const char run_help[] =
     "      --seed N               seed of the token sample and synthetic layers\n"
     "      --shard K/N            analyse only layers i (0-based, plan order) with\n"
     "                             i mod N = K-1; 'normcmp merge' combines the N folders\n"
+    "      --strict               exit 2 when a real output disagrees with the norm used\n"
     "  -q, --quiet                no progress or messages on stderr\n"
     "  -h, --help                 this help\n";
 
@@ -142,7 +149,7 @@ typedef struct overrides {
     const char *out;
     bool has_threads, has_sample, has_seed;
     uint64_t threads, sample, seed;
-    bool quiet;
+    bool quiet, strict;
 } overrides;
 
 static int set_default_output(nc_config *cfg, const char *out, nc_err *err)
@@ -172,6 +179,9 @@ static int parse_override(int c, const char *arg, overrides *ov, nc_err *err)
     case OPT_QUIET:
         ov->quiet = true;
         return 1;
+    case OPT_STRICT:
+        ov->strict = true;
+        return 1;
     case OPT_THREADS:
         rc = nc_parse_u64(arg, "--threads", 0, 16, &ov->threads, err);
         ov->has_threads = true;
@@ -198,6 +208,8 @@ static void apply_overrides(nc_config *cfg, const overrides *ov)
         cfg->sample_tokens = (size_t)ov->sample;
     if (ov->has_seed)
         cfg->seed = ov->seed;
+    if (ov->strict)
+        cfg->strict = true;
 }
 
 /* What fit and run share once cfg is complete: the flags that override it,
@@ -361,7 +373,7 @@ typedef struct fit_args {
     const char *tensors[64];
     size_t ntensors;
     const char *label, *comp[NC_COMP_COUNT];
-    bool has_eps, outlier;
+    bool has_norm, has_eps, outlier;
     nc_norm_kind norm;
     double eps;
 } fit_args;
@@ -402,6 +414,7 @@ static int input_option(int c, const char *arg, fit_args *a, nc_err *err)
         if (!nc_norm_parse(arg, &a->norm))
             return cli_usage_error(a->cmd, "--norm: expected layernorm or rmsnorm, got '%s'",
                                    arg);
+        a->has_norm = true;
         return OPT_DONE;
     case OPT_EPS:
         if (nc_parse_double(arg, "--eps", 0, 1, &a->eps, err) != 0)
@@ -612,6 +625,7 @@ static int add_layers(char **files, int nfiles, const fit_args *a, nc_config *cf
     if (!(cfg->name = stem(files[0])))
         return nc_err_set(err, NC_ENOMEM, "out of memory");
     cfg->norm = a->norm;
+    cfg->has_norm = a->has_norm;
     cfg->has_eps = a->has_eps;
     cfg->eps = a->eps;
     for (int k = 0; k < nfiles; k++) {
@@ -692,6 +706,7 @@ static const struct option run_options[] = {
     {"sample-tokens", required_argument, NULL, OPT_SAMPLE},
     {"seed", required_argument, NULL, OPT_SEED},
     {"shard", required_argument, NULL, OPT_SHARD},
+    {"strict", no_argument, NULL, OPT_STRICT},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},

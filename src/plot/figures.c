@@ -355,6 +355,12 @@ static int grid_panels(ctx *c, job *j, nc_err *err)
         if (!nc_fig_scatter_panel(j, pl, &j->panels[k], true))
             return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
     }
+    for (size_t k = 0; k < c->nsel; k++) { /* axis labels once per row and column */
+        if (k % (size_t)j->fig.cols)
+            j->panels[k].ylabel = NULL;
+        if (k + (size_t)j->fig.cols < c->nsel)
+            j->panels[k].xlabel = NULL;
+    }
     int rc = 0;
     for (size_t k = 0; k < c->nsel && !rc; k++)
         if (c->plan->layers[c->sel[k]].result.points > 0)
