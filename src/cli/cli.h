@@ -30,8 +30,8 @@ int cli_merge(int argc, char **argv);
 /* Parses --shard's "K/N" (1 <= K <= N <= 100000) into *k and *n. */
 int cli_parse_shard(const char *arg, size_t *k, size_t *n, nc_err *err);
 
-/* Whether figures of this nc_fig_kind span layers (alpha-std, scatter-grid,
- * tanh-family): a shard leaves them to merge. */
+/* Whether figures of this nc_fig_kind span layers (alpha-std, alpha-depth,
+ * scatter-grid, tanh-family): a shard leaves them to merge. */
 bool cli_fig_kind_is_run_level(int kind);
 
 struct nc_plan;
