@@ -100,6 +100,7 @@ static void install_handlers(void)
 int main(int argc, char **argv)
 {
     install_handlers();
+    cli_test_hooks();
     static const struct {
         const char *name;
         int (*fn)(int, char **);

@@ -206,25 +206,22 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
     char *files[MAX_OUTPUT_FILES] = {NULL};
     size_t nfiles = 0;
     int status = 0;
-    struct stat st;
-    bool existed = stat(cfg->output, &st) == 0;
-    bool created = false;
 
     if (nc_plan_open(cfg, &plan, &err) != 0)
         goto fail;
-    if (nc_mkdirs(cfg->output, &err) != 0)
+    /* every output goes to the folder's set; all appear together or none */
+    if (nc_outset_alloc_folder(cfg->output, &set, &err) != 0)
         goto fail;
-    created = !existed;
-    if (created)
-        nc_outfile_created_dir(cfg->output);
+    for (size_t k = 0; k < plan->ndumps; k++)
+        if (nc_outset_protect(set, nc_dump_path(plan->dumps[k])) != 0)
+            goto nomem;
+    if (config_path && nc_outset_protect(set, config_path) != 0)
+        goto nomem;
     progress = nc_progress_alloc(!quiet);
     if (nc_plan_run(plan, progress, &err) != 0)
         goto fail;
     nc_progress_free(progress);
     progress = NULL;
-    /* every output goes to a temporary first; all appear together or none */
-    if (nc_outset_alloc(cfg->output, &set, &err) != 0)
-        goto fail;
     if (config_path) {
         if (copy_config(set, config_path, &err) != 0)
             goto fail;
@@ -304,15 +301,14 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
         fprintf(stderr, "normcmp: wrote %s/report.json%s\n", cfg->output,
                 nfiles > (config_path ? 1u : 0u) ? " and figures" : "");
     goto out;
+nomem:
+    nc_err_set(&err, NC_ENOMEM, "out of memory");
 fail:
     nc_progress_free(progress);
     progress = NULL;
-    nc_outset_abort(set);
+    nc_outset_abort(set); /* and the folders it created */
     status = cli_fail(&err);
-    if (created)
-        rmdir(cfg->output); /* only if still empty: earlier results stay */
 out:
-    nc_outfile_created_dir(NULL);
     free(json);
     for (size_t k = 0; k < nfiles; k++)
         free(files[k]);
