@@ -148,6 +148,9 @@ int cli_norm(int argc, char **argv)
     if (b)
         nc_tensor_elems(bt, 0, d, b);
 
+    for (size_t k = 0; k < plan->ndumps; k++)
+        if (nc_out_not_input(out, nc_dump_path(plan->dumps[k]), &err) != 0)
+            goto fail;
     if (nc_outfile_open(out, &of, &err) != 0)
         goto fail;
     nc_sink sink = nc_outfile_sink(of);

@@ -102,6 +102,16 @@ int nc_outfile_open(const char *path, nc_outfile **out, nc_err *err)
     return nc_outfile_open_ex(path, true, out, err);
 }
 
+int nc_out_not_input(const char *out, const char *input, nc_err *err)
+{
+    struct stat a, b;
+    if (stat(out, &a) == 0 && stat(input, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+        return nc_err_set(err, NC_EINVAL, "%s: is the input file %s and would be replaced by the "
+                          "output; choose another output", out, input);
+    return 0;
+}
+
 static int outfile_write(void *ctx, const void *buf, size_t n, nc_err *err)
 {
     nc_outfile *f = ctx;

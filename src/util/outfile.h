@@ -23,6 +23,10 @@ typedef struct nc_outfile nc_outfile;
  * and must go to nc_outfile_commit or nc_outfile_abort. */
 int nc_outfile_open(const char *path, nc_outfile **out, nc_err *err);
 
+/* Fails (NC_EINVAL) when out, if it exists, is the file input (the same
+ * inode: also through a link), which the output would replace. */
+int nc_out_not_input(const char *out, const char *input, nc_err *err);
+
 /* A sink writing to the temporary; its errors name the target path. */
 nc_sink nc_outfile_sink(nc_outfile *f);
 

@@ -149,5 +149,38 @@ done
 (cd D && "$NC" run ../a.json --out . --quiet >/dev/null 2>&1)
 check_set D "runs with --out . (in place)"
 
+# --- litter: temporaries of killed runs go with the next run on the same
+# output (a single file, and an output folder written in place)
+"$NC" synth -o x.npy --preset late --tokens 64 --dim 32 >/dev/null 2>&1
+"$NC" norm x.npy -o y.npy >/dev/null 2>&1
+printf 'half' >.y.npy.tmp.Ab12Cd
+printf 'half' >D/.report.json.tmp.Zz9yX8
+run "$NC" norm x.npy -o y.npy
+expect_status 0
+expect_no_file .y.npy.tmp.Ab12Cd
+expect_no_file .y.npy.lock
+run "$NC" fit x.npy --out D --quiet
+expect_status 0
+expect_no_file D/.report.json.tmp.Zz9yX8
+
+# --- a run stopped after creating --out a/b/c removes every folder it
+# created (a and b too), and only those
+"$NC" synth -o big.npy --preset late --tokens 2048 --dim 2048 --seed 5 >/dev/null 2>&1
+mkdir keep
+"$NC" fit big.npy --out keep/a/b/c --quiet >/dev/null 2>&1 &
+pid=$!
+for i in $(seq 1 200); do
+    [ -d keep/a/b ] && break
+    sleep 0.01
+done
+sleep 0.05
+kill -TERM "$pid"
+wait "$pid"
+_status=$?
+_cmd="SIGTERM of fit --out keep/a/b/c"
+expect_status 143
+expect_no_file keep/a
+if [ -d keep ]; then _ok; else _bad "removed a folder it did not create"; fi
+
 cd /
 done_tests
