@@ -62,9 +62,8 @@ $(BUILD)/config.mk: scripts/deps.sh
 	@{ echo "PKG_CFLAGS := $$($(PKGENV) pkg-config --cflags $(PKGS))"; \
 	   echo "PKG_LIBS := $$($(PKGENV) pkg-config --libs $(PKGS)) -Wl,-rpath,$(BLAS_SERIAL) -lm"; } > $@.tmp && mv $@.tmp $@
 
-LIB_SRC  := $(wildcard src/util/*.c src/io/*.c src/core/*.c src/analysis/*.c \
-                       src/plot/*.c src/report/*.c \
-                       src/config/*.c)
+# every folder of src/ but cli/ (the layers: README "Layout")
+LIB_SRC  := $(filter-out src/cli/%,$(wildcard src/*/*.c))
 CLI_SRC  := src/main.c $(wildcard src/cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)

@@ -5,7 +5,9 @@
 #                           cJSON, OpenBLAS (serial build), cairo) plus the
 #                           DejaVu font
 #   scripts/deps.sh test    build + NumPy/SciPy for the independent references,
-#                           PyTorch and Pillow for the activation dump script
+#                           PyTorch and Pillow for the activation dump script,
+#                           GNU parallel (the sharded-run test) and chromium
+#                           (the browser test of index.html)
 #   scripts/deps.sh fuzz    test + clang and its sanitizer/fuzzer runtime
 #   scripts/deps.sh bench   test + Matplotlib (the reference pipeline) + hyperfine
 #
@@ -15,7 +17,7 @@ set -eu
 
 group=${1:-build}
 build="build-essential pkg-config libpng-dev libcjson-dev libopenblas-serial-dev libcairo2-dev fonts-dejavu-core"
-test="$build python3 python3-numpy python3-scipy python3-torch python3-pil"
+test="$build python3 python3-numpy python3-scipy python3-torch python3-pil parallel chromium"
 case "$group" in
 build) pkgs=$build ;;
 test) pkgs=$test ;;

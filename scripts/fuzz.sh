@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-npy safetensors config}
+targets=${*:-npy safetensors config index}
 case "$seconds" in '' | *[!0-9]*)
     echo "fuzz.sh: SECONDS must be a whole number, found '$seconds'" >&2
     exit 2
@@ -55,7 +55,7 @@ mkdir -p "$OUT/obj"
 # ---- build: the library once (instrumented for coverage), then each target
 # an object is stale when its source, any header or this script is newer
 objs=""
-for src in src/util/*.c src/io/*.c src/core/*.c src/analysis/*.c src/plot/*.c src/report/*.c src/config/*.c; do
+for src in src/util/*.c src/io/*.c src/core/*.c src/analysis/*.c src/plot/*.c src/report/*.c src/config/*.c src/plan/*.c; do
     obj="$OUT/obj/$(echo "$src" | tr / _ | sed 's/\.c$/.o/')"
     objs="$objs $obj"
     if [ ! -f "$obj" ] || [ -n "$(find "$src" src/*/*.h "$0" -newer "$obj" 2>/dev/null)" ]; then

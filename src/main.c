@@ -26,6 +26,7 @@ static const char usage[] =
     "  plot FILE... --figure T  draw paper-style figures (scatter, by-token, ...)\n"
     "  sweep CONFIG.json        error against alpha (DyT) and C (DyISRU) over a grid\n"
     "  run CONFIG.json          run an experiment described by a config file\n"
+    "  merge OUT DIR...         combine the folders of 'run --shard K/N' into one report\n"
     "\n"
     "'normcmp <command> --help' lists a command's options; 'normcmp --version'.\n";
 
@@ -107,7 +108,7 @@ int main(int argc, char **argv)
     } cmds[] = {
         {"inspect", cli_inspect}, {"synth", cli_synth}, {"norm", cli_norm},
         {"fit", cli_fit},         {"run", cli_run},         {"jacobian", cli_jacobian},
-        {"plot", cli_plot},       {"sweep", cli_sweep},
+        {"plot", cli_plot},       {"sweep", cli_sweep},       {"merge", cli_merge},
     };
     if (argc < 2) {
         fputs(usage, stderr);
@@ -125,7 +126,7 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++)
         if (strcmp(argv[1], cmds[k].name) == 0)
             return cmds[k].fn(argc - 1, argv + 1);
-    fprintf(stderr, "normcmp: unknown command '%s' (expected inspect, synth, norm, fit, jacobian, plot, sweep or run; "
+    fprintf(stderr, "normcmp: unknown command '%s' (expected inspect, synth, norm, fit, jacobian, plot, sweep, run or merge; "
                     "see 'normcmp --help')\n", argv[1]);
     return 2;
 }

@@ -510,7 +510,7 @@ int nc_jacobian_run(const nc_layer_result *res, const nc_tensor *x, const nc_ten
     }
 
     /* ---- the streaming pass ---- */
-    double t0 = now_s();
+    double t0 = nc_now_s();
     if (d > 0 && nt > 0) {
         nc_pass pass = nc_layer_pass(res, x, threads, progress);
         pass.scratch_bytes = scratch_doubles(d, ns) * sizeof(double);
@@ -520,7 +520,7 @@ int nc_jacobian_run(const nc_layer_result *res, const nc_tensor *x, const nc_ten
         if (rc)
             goto out;
     }
-    out->time_analytic_s = now_s() - t0;
+    out->time_analytic_s = nc_now_s() - t0;
 
     jac_acc *A = &ctx->acc[0];
     for (int s = 1; s < NC_SHARDS; s++) {
@@ -564,7 +564,7 @@ int nc_jacobian_run(const nc_layer_result *res, const nc_tensor *x, const nc_ten
     }
 
     /* ---- the dense check ---- */
-    t0 = now_s();
+    t0 = nc_now_s();
     size_t max_bytes = o->dense_max_bytes ? o->dense_max_bytes : NC_JAC_DENSE_MAX_BYTES;
     size_t m = o->dense_tokens ? o->dense_tokens : nc_jac_dense_default_tokens(d);
     if (m > A->used)
@@ -579,13 +579,13 @@ int nc_jacobian_run(const nc_layer_result *res, const nc_tensor *x, const nc_ten
     else if ((rc = nc_jac_dense_check(res, x, grad, weight, m, A->used, ctx->pseed,
                                       out->probes, out, err)))
         goto out;
-    out->time_dense_s = now_s() - t0;
+    out->time_dense_s = nc_now_s() - t0;
 
     /* ---- the ODE check, over [0, max |x|] with rho = the mean token scale ---- */
-    t0 = now_s();
+    t0 = nc_now_s();
     nc_jac_ode_check(res->stats.rho, d, fmax(fabs(res->stats.min), fabs(res->stats.max)),
                      &out->ode);
-    out->time_ode_s = now_s() - t0;
+    out->time_ode_s = nc_now_s() - t0;
 
 out:
     free(ctx);

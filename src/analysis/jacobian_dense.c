@@ -266,9 +266,9 @@ int nc_jac_dense_check(const nc_layer_result *res, const nc_tensor *x, const nc_
         for (size_t k = 0; k < ncols * d; k++)
             Gf[k] = (float)G[k];
         const double fd = nc_jac_token_dense_f(res->norm, y, inv, d, J);
-        double t0 = now_s();
+        double t0 = nc_now_s();
         nc_jac_dense_vjp(J, d, Gf, ncols, JG);
-        t_gemm += now_s() - t0;
+        t_gemm += nc_now_s() - t0;
         double r = compare_columns(res->norm, y, jd, inv, d, G, JG, ncols, ana);
         max_rel = r > max_rel || r != r ? r : max_rel;
         /* the float matrix's ||J||_F^2 against the pass's closed form,
@@ -337,7 +337,7 @@ int nc_jac_blas_rate(size_t n, bool single, int reps, double *gflops, double *el
     double best = INFINITY;
     for (int r = -1; r < (reps > 0 ? reps : 1); r++) {
         int m = r < 0 ? (ni < 256 ? ni : 256) : ni; /* r = -1: the warm-up */
-        double t0 = now_s();
+        double t0 = nc_now_s();
         if (single) {
             float *A = mem, *B = A + n * n, *C = B + n * n;
             cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0f, A, m, B, m,
@@ -347,7 +347,7 @@ int nc_jac_blas_rate(size_t n, bool single, int reps, double *gflops, double *el
             cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0, A, m, B, m,
                         0.0, C, m);
         }
-        double dt = now_s() - t0;
+        double dt = nc_now_s() - t0;
         if (r >= 0 && dt < best)
             best = dt;
     }

@@ -25,13 +25,7 @@
 #include "analysis/jacobian.h"
 #include "core/sum.h"
 #include "core/vmath.h"
-
-static inline double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "util/clock.h"
 
 /* ============================================================ vectors */
 

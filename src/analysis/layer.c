@@ -1,17 +1,20 @@
 /*
  * layer.c - the streaming passes over one layer (layer.h): the pipeline of
  * nc_layer_analyze (token sample, stats, bins, fits, per-channel, verify),
- * the stats, bins and verify passes themselves, the spec defaults, the
- * amplitude rules and the result's lifetime.
+ * the stats and bins passes themselves, the spec defaults and the result's
+ * lifetime. Read it from nc_layer_analyze at the bottom: each stage is a
+ * named function above it.
  *
  * Legend: N tokens, d channels; t indexes visited tokens (positions in the
  * sample when one is drawn), i channels; x the input, y = (x - c_t) * inv_t
  * the norm's output before the affine part (norm.h); shards and blocks as
  * in core/par.h. Every accumulator is per shard and merged in shard order.
  *
- * Left out: the fits on the bins or raw points (layer_fits.c) and the
- * per-channel DyT fit's Newton passes (channel.c); layer_internal.h is what
- * the three files share.
+ * Left out: the fits on the bins or raw points (layer_fits.c), the
+ * per-channel DyT fit's Newton passes (channel.c), the verify pass
+ * (layer_verify.c) and the amplitude rules (amp.c); layer_internal.h is
+ * what the layer files share. Calls run one way: layer.c calls the others,
+ * which call nothing of layer.c.
  */
 #include "analysis/layer.h"
 
@@ -28,40 +31,7 @@
 #include "core/rng.h"
 #include "core/sum.h"
 #include "core/vmath.h"
-
-const char *nc_amp_rule_name(nc_amp_rule rule)
-{
-    switch (rule) {
-    case NC_AMP_FREE: return "free";
-    case NC_AMP_SQRT_D: return "sqrt(d)";
-    case NC_AMP_SQRT_D_MINUS_1: return "sqrt(d-1)";
-    case NC_AMP_AUTO: return "auto";
-    default: return "value";
-    }
-}
-
-bool nc_amp_resolve(nc_amp amp, nc_norm_kind norm, size_t d, double *value,
-                    nc_amp_rule *rule_out)
-{
-    nc_amp_rule r = amp.rule;
-    if (r == NC_AMP_AUTO)
-        r = norm == NC_RMSNORM ? NC_AMP_SQRT_D : NC_AMP_SQRT_D_MINUS_1;
-    *rule_out = r;
-    switch (r) {
-    case NC_AMP_FREE:
-        *value = 0;
-        return false;
-    case NC_AMP_SQRT_D:
-        *value = sqrt((double)d);
-        return true;
-    case NC_AMP_SQRT_D_MINUS_1:
-        *value = d > 1 ? sqrt((double)(d - 1)) : 0.0;
-        return true;
-    default:
-        *value = amp.value;
-        return true;
-    }
-}
+#include "util/clock.h"
 
 void nc_layer_spec_defaults(nc_layer_spec *spec)
 {
@@ -74,13 +44,6 @@ void nc_layer_spec_defaults(nc_layer_spec *spec)
     spec->amp_dyisru.rule = NC_AMP_AUTO;
     spec->amp_derf.rule = NC_AMP_FREE;
     spec->seed = 1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* ================================================================ stats */
@@ -178,28 +141,9 @@ NC_VMATH_CLONES static void stats_block(void *vctx, int shard, size_t t0, size_t
     }
 }
 
-static int pass_stats(run *r, nc_input_stats *out, nc_err *err)
+/* Merges the shards' accumulators into ctx->acc[0], in shard order. */
+static void stats_merge(stats_ctx *ctx, size_t d)
 {
-    const size_t d = r->d;
-    stats_ctx *ctx = calloc(1, sizeof *ctx);
-    double *ch = calloc(2 * NC_SHARDS * (d ? d : 1), sizeof *ch);
-    int rc = 0;
-    if (!ctx || !ch) {
-        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for statistics", r->spec->name);
-        goto out;
-    }
-    ctx->r = r;
-    for (int s = 0; s < NC_SHARDS; s++) {
-        stats_acc *a = &ctx->acc[s];
-        a->min = a->scale_min = INFINITY;
-        a->max = a->scale_max = -INFINITY;
-        a->ch_sq = ch + (size_t)(2 * s) * d;
-        a->ch_max = ch + (size_t)(2 * s + 1) * d;
-    }
-    nc_progress_begin(r->spec->progress, r->spec->name, "stats", (uint64_t)(r->nt * d));
-    if ((rc = nc_pass_run(&r->pass, stats_block, ctx, err)))
-        goto out;
-
     stats_acc *t = &ctx->acc[0];
     for (int s = 1; s < NC_SHARDS; s++) {
         stats_acc *a = &ctx->acc[s];
@@ -220,8 +164,14 @@ static int pass_stats(run *r, nc_input_stats *out, nc_err *err)
             t->ch_max[i] = fmax(t->ch_max[i], a->ch_max[i]);
         }
     }
+}
+
+/* The pooled input statistics and the spread of token scales from the
+ * merged accumulator t over nt visited tokens. */
+static void stats_finish(const stats_acc *t, size_t nt, nc_input_stats *out)
+{
     memset(out, 0, sizeof *out);
-    out->tokens = r->nt;
+    out->tokens = nt;
     out->tokens_used = t->used;
     out->nonfinite_tokens = t->nonfinite_tokens;
     out->nonfinite_values = t->nonfinite_values;
@@ -245,8 +195,14 @@ static int pass_stats(run *r, nc_input_stats *out, nc_err *err)
     } else {
         out->rho = out->scale_std = out->scale_min = out->scale_max = NAN;
     }
-    /* top channels by max |x| (selection of the NC_TOP_CHANNELS largest) */
-    size_t finite_tokens = r->nt - t->nonfinite_tokens;
+}
+
+/* The NC_TOP_CHANNELS channels with the largest max |x| (descending), with
+ * their rms over the finite tokens, into out->top (insertion into a short
+ * sorted list). */
+static void top_channels(const stats_acc *t, size_t d, size_t finite_tokens,
+                         nc_input_stats *out)
+{
     for (size_t i = 0; i < d && finite_tokens > 0; i++) {
         double m = t->ch_max[i];
         size_t pos = out->ntop;
@@ -262,6 +218,34 @@ static int pass_stats(run *r, nc_input_stats *out, nc_err *err)
         if (out->ntop < NC_TOP_CHANNELS)
             out->ntop++;
     }
+}
+
+/* Pass 1: each visited token's centre, 1/scale and status into r, and the
+ * layer's input statistics into out. */
+static int pass_stats(run *r, nc_input_stats *out, nc_err *err)
+{
+    const size_t d = r->d;
+    stats_ctx *ctx = calloc(1, sizeof *ctx);
+    double *ch = calloc(2 * NC_SHARDS * (d ? d : 1), sizeof *ch);
+    int rc = 0;
+    if (!ctx || !ch) {
+        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for statistics", r->spec->name);
+        goto out;
+    }
+    ctx->r = r;
+    for (int s = 0; s < NC_SHARDS; s++) {
+        stats_acc *a = &ctx->acc[s];
+        a->min = a->scale_min = INFINITY;
+        a->max = a->scale_max = -INFINITY;
+        a->ch_sq = ch + (size_t)(2 * s) * d;
+        a->ch_max = ch + (size_t)(2 * s + 1) * d;
+    }
+    nc_progress_begin(r->spec->progress, r->spec->name, "stats", (uint64_t)(r->nt * d));
+    if ((rc = nc_pass_run(&r->pass, stats_block, ctx, err)))
+        goto out;
+    stats_merge(ctx, d);
+    stats_finish(&ctx->acc[0], r->nt, out);
+    top_channels(&ctx->acc[0], d, r->nt - ctx->acc[0].nonfinite_tokens, out);
 out:
     free(ch);
     free(ctx);
@@ -377,87 +361,6 @@ NC_VMATH_CLONES static void bins_block(void *vctx, int shard, size_t t0, size_t 
     }
 }
 
-/* =============================================================== verify */
-
-typedef struct verify_acc {
-    nc_sum sse[NC_FIT_COUNT], sabs[NC_FIT_COUNT];
-    double maxe[NC_FIT_COUNT];
-    nc_sum sst;
-    size_t sat[3];
-} verify_acc;
-
-typedef struct verify_ctx {
-    run *r;
-    const nc_fit_result *fits;
-    double ymean, alpha; /* alpha: DyT's, for the saturation shares (0: none) */
-    verify_acc acc[NC_SHARDS];
-} verify_ctx;
-
-NC_VMATH_CLONES static void verify_block(void *vctx, int shard, size_t t0, size_t nt,
-                                         const double *rows, void *scratch)
-{
-    verify_ctx *ctx = vctx;
-    run *r = ctx->r;
-    verify_acc *a = &ctx->acc[shard];
-    const size_t d = r->d;
-    double *y = scratch, *f = y + d;
-    for (size_t k = 0; k < nt; k++) {
-        size_t t = t0 + k;
-        if (r->status[t] != NC_TOKEN_OK)
-            continue;
-        const double *x = rows + k * d;
-        const double c = r->centre[t], inv = r->inv[t], ym = ctx->ymean;
-        double sst[NC_LANES] = {0};
-        size_t i = 0;
-        for (i = 0; i < d; i++)
-            y[i] = (x[i] - c) * inv;
-        for (i = 0; i + NC_LANES <= d; i += NC_LANES)
-            for (int j = 0; j < NC_LANES; j++)
-                sst[j] += (y[i + j] - ym) * (y[i + j] - ym);
-        for (int j = 0; i < d; i++, j++)
-            sst[j] += (y[i] - ym) * (y[i] - ym);
-        nc_sum_add(&a->sst, nc_lanes_total(sst));
-        for (int fit = 0; fit < NC_FIT_COUNT; fit++) {
-            const nc_fit_result *fr = &ctx->fits[fit];
-            if (!fr->ok)
-                continue;
-            nc_surrogate_get((nc_fit_id)fit)->eval(&fr->params, 0, x, d, f);
-            double sse[NC_LANES] = {0}, sabs[NC_LANES] = {0}, m[NC_LANES] = {0};
-            for (i = 0; i + NC_LANES <= d; i += NC_LANES)
-                for (int j = 0; j < NC_LANES; j++) {
-                    double e = fabs(y[i + j] - f[i + j]);
-                    sse[j] += e * e;
-                    sabs[j] += e;
-                    m[j] = e > m[j] ? e : m[j];
-                }
-            for (int j = 0; i < d; i++, j++) {
-                double e = fabs(y[i] - f[i]);
-                sse[j] += e * e;
-                sabs[j] += e;
-                m[j] = e > m[j] ? e : m[j];
-            }
-            nc_sum_add(&a->sse[fit], nc_lanes_total(sse));
-            nc_sum_add(&a->sabs[fit], nc_lanes_total(sabs));
-            /* a NaN error makes the SSE NaN, which the report shows as null */
-            for (int j = 0; j < NC_LANES; j++)
-                a->maxe[fit] = m[j] > a->maxe[fit] ? m[j] : a->maxe[fit];
-        }
-        if (ctx->alpha > 0) {
-            size_t s1 = 0, s2 = 0, s3 = 0;
-            const double al = ctx->alpha;
-            for (i = 0; i < d; i++) {
-                double z = fabs(al * x[i]);
-                s1 += z > 1;
-                s2 += z > 2;
-                s3 += z > 3;
-            }
-            a->sat[0] += s1;
-            a->sat[1] += s2;
-            a->sat[2] += s3;
-        }
-    }
-}
-
 /* ============================================================ analysis */
 
 /* Draws `m` distinct token indices of [0, N), ascending (Floyd's algorithm
@@ -485,18 +388,40 @@ static size_t *sample_tokens(size_t N, size_t m, uint64_t seed)
     return out;
 }
 
-int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *err)
-{
-    memset(res, 0, sizeof *res);
-    const nc_tensor *x = spec->x;
-    const size_t N = x->N, d = x->d;
-    int rc = 0;
-    run r = {.spec = spec, .N = N, .d = d};
-    bins_ctx *bc = NULL;
-    double *binmem = NULL, *pxy = NULL;
-    size_t *tokens = NULL, *slot = NULL;
-    verify_ctx *vc = NULL;
+/* What one analysis holds between its stages; released by analysis_free
+ * (what the result takes over is set to NULL here first). */
+typedef struct analysis {
+    const nc_layer_spec *spec;
+    run r;
+    size_t *tokens;      /* the token sample, or NULL */
+    bins_ctx *bc;
+    double *binmem;      /* [4 * NC_SHARDS * nbins] the shards' bins */
+    size_t nbins;
+    double *pxy;         /* the raw points (x, y, J_ii), until the result owns them */
+    size_t *slot;
+    nc_points bins, raw; /* the fit points */
+    affine_sums aff;
+} analysis;
 
+static void analysis_free(analysis *A)
+{
+    free(A->binmem);
+    free(A->pxy);
+    free(A->slot);
+    free(A->bc);
+    free(A->tokens);
+    free(A->r.centre);
+    free(A->r.inv);
+    free(A->r.status);
+    free(A->r.weight);
+    free(A->r.bias);
+}
+
+/* Refuses an input or companion of a dtype that is not float, and
+ * companions of the wrong shape. */
+static int check_inputs(const nc_layer_spec *spec, nc_err *err)
+{
+    const nc_tensor *x = spec->x;
     if (!nc_dtype_is_float(x->dtype))
         return nc_err_set(err, NC_EUNSUPPORTED,
                           "%s: input dtype %s is not supported (expected F32, F16, BF16 or F64)",
@@ -511,7 +436,7 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
             return nc_err_set(err, NC_EUNSUPPORTED,
                               "%s: %s dtype %s is not supported (expected F32, F16, BF16 or F64)",
                               spec->name, comp_name[k], nc_dtype_name(c->dtype));
-        bool fits = k == 0 ? (c->N == N && c->d == d) : c->nelem == d;
+        bool fits = k == 0 ? (c->N == x->N && c->d == x->d) : c->nelem == x->d;
         if (!fits) {
             char a[128], b[128];
             nc_tensor_shape_str(c, a, sizeof a);
@@ -521,9 +446,18 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
                               b);
         }
     }
+    return 0;
+}
 
-    res->name = strdup(spec->name);
-    if (!res->name)
+/* The result's identity, the tokens to visit (all, or a seeded sample),
+ * the per-token arrays and the affine part as doubles. */
+static int setup(analysis *A, nc_layer_result *res, nc_err *err)
+{
+    const nc_layer_spec *spec = A->spec;
+    const size_t N = spec->x->N, d = spec->x->d;
+    run *r = &A->r;
+    *r = (run){.spec = spec, .N = N, .d = d, .nt = N};
+    if (!(res->name = strdup(spec->name)))
         return nc_err_set(err, NC_ENOMEM, "out of memory");
     res->norm = spec->norm;
     res->eps = spec->eps;
@@ -531,114 +465,111 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
     res->d = d;
     for (int j = 0; j < NC_FIT_COUNT; j++)
         res->fits[j].enabled = spec->fit[j];
-
-    /* the tokens to visit */
-    r.nt = N;
     if (spec->sample_tokens > 0 && spec->sample_tokens < N) {
-        if (!(tokens = sample_tokens(N, spec->sample_tokens, spec->seed))) {
-            rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for the token sample", spec->name);
-            goto out;
-        }
-        r.tokens = tokens;
-        r.nt = spec->sample_tokens;
+        if (!(A->tokens = sample_tokens(N, spec->sample_tokens, spec->seed)))
+            return nc_err_set(err, NC_ENOMEM, "%s: out of memory for the token sample",
+                              spec->name);
+        r->tokens = A->tokens;
+        r->nt = spec->sample_tokens;
     }
-    r.pass = (nc_pass){.x = x, .tokens = r.tokens, .ntokens = r.nt, .threads = spec->threads,
-                       .progress = spec->progress};
-    r.centre = calloc(r.nt ? r.nt : 1, sizeof *r.centre);
-    r.inv = calloc(r.nt ? r.nt : 1, sizeof *r.inv);
-    r.status = calloc(r.nt ? r.nt : 1, 1);
-    if (!r.centre || !r.inv || !r.status) {
-        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for token statistics", spec->name);
-        goto out;
-    }
-    if (spec->weight || spec->bias) {
-        r.weight = spec->weight ? malloc(d * sizeof(double)) : NULL;
-        r.bias = spec->bias ? malloc(d * sizeof(double)) : NULL;
-        if ((spec->weight && !r.weight) || (spec->bias && !r.bias)) {
-            rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory", spec->name);
-            goto out;
-        }
-        if (r.weight)
-            nc_tensor_elems(spec->weight, 0, d, r.weight);
-        if (r.bias)
-            nc_tensor_elems(spec->bias, 0, d, r.bias);
-    }
+    r->pass = (nc_pass){.x = spec->x, .tokens = r->tokens, .ntokens = r->nt,
+                        .threads = spec->threads, .progress = spec->progress};
+    r->centre = calloc(r->nt ? r->nt : 1, sizeof *r->centre);
+    r->inv = calloc(r->nt ? r->nt : 1, sizeof *r->inv);
+    r->status = calloc(r->nt ? r->nt : 1, 1);
+    if (!r->centre || !r->inv || !r->status)
+        return nc_err_set(err, NC_ENOMEM, "%s: out of memory for token statistics",
+                          spec->name);
+    r->weight = spec->weight ? malloc(d * sizeof(double)) : NULL;
+    r->bias = spec->bias ? malloc(d * sizeof(double)) : NULL;
+    if ((spec->weight && !r->weight) || (spec->bias && !r->bias))
+        return nc_err_set(err, NC_ENOMEM, "%s: out of memory", spec->name);
+    if (r->weight)
+        nc_tensor_elems(spec->weight, 0, d, r->weight);
+    if (r->bias)
+        nc_tensor_elems(spec->bias, 0, d, r->bias);
+    return 0;
+}
 
-    /* ---- pass 1: statistics ---- */
-    double t0 = now_s();
-    if (d > 0 && r.nt > 0) {
-        if ((rc = pass_stats(&r, &res->stats, err)))
-            goto out;
+/* Stage 1: the stats pass (or, for an empty layer, undefined statistics). */
+static int stage_stats(analysis *A, nc_layer_result *res, nc_err *err)
+{
+    run *r = &A->r;
+    if (r->d > 0 && r->nt > 0) {
+        int rc = pass_stats(r, &res->stats, err);
+        if (rc)
+            return rc;
         res->passes++;
     } else {
-        res->stats.tokens = r.nt;
+        res->stats.tokens = r->nt;
         res->stats.mean = res->stats.std = res->stats.rms = NAN;
         res->stats.min = res->stats.max = res->stats.rho = NAN;
         res->stats.scale_std = res->stats.scale_min = res->stats.scale_max = NAN;
     }
-    res->time_stats_s = now_s() - t0;
-    const size_t used = res->stats.tokens_used;
-    res->points = used * d;
-    if (res->points == 0) {
-        for (int j = 0; j < NC_FIT_COUNT; j++)
-            if (spec->fit[j])
-                snprintf(res->fits[j].status, sizeof res->fits[j].status,
-                         "no usable token: nothing to fit");
-        res->y_mean = res->y_sst = res->y_min = res->y_max = NAN;
-        goto out;
-    }
+    res->points = res->stats.tokens_used * r->d;
+    return 0;
+}
 
-    /* ---- pass 2: bins (or raw points), affine sums, real-output check ---- */
-    t0 = now_s();
-    bc = calloc(1, sizeof *bc);
-    if (!bc) {
-        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for the bins", spec->name);
-        goto out;
-    }
-    bc->r = &r;
+/* A layer without a usable token: every requested fit says why it is empty. */
+static void mark_empty(const nc_layer_spec *spec, nc_layer_result *res)
+{
+    for (int j = 0; j < NC_FIT_COUNT; j++)
+        if (spec->fit[j])
+            snprintf(res->fits[j].status, sizeof res->fits[j].status,
+                     "no usable token: nothing to fit");
+    res->y_mean = res->y_sst = res->y_min = res->y_max = NAN;
+}
+
+/* The bins pass's context: the bin map over the input's range, the shards'
+ * bins, and for a layer fitted exactly the raw points' slots. */
+static int bins_setup(analysis *A, nc_layer_result *res, nc_err *err)
+{
+    const nc_layer_spec *spec = A->spec;
+    run *r = &A->r;
+    const size_t d = r->d;
+    bins_ctx *bc = A->bc = calloc(1, sizeof *bc);
+    if (!bc)
+        return nc_err_set(err, NC_ENOMEM, "%s: out of memory for the bins", spec->name);
+    bc->r = r;
     bc->xmean = res->stats.mean;
     size_t max_exact = spec->max_exact_points ? spec->max_exact_points : NC_DEFAULT_MAX_EXACT;
     bc->binned = res->points > max_exact;
     double xmax = fmax(fabs(res->stats.min), fabs(res->stats.max));
     bc->map = nc_binmap_make(res->stats.rms, xmax, spec->max_bins ? spec->max_bins
                                                                   : NC_DEFAULT_BINS);
-    size_t nbins = nc_binmap_count(&bc->map);
-    binmem = calloc(4 * NC_SHARDS * nbins, sizeof *binmem);
-    if (!binmem) {
-        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu bins", spec->name, nbins);
-        goto out;
-    }
+    size_t nbins = A->nbins = nc_binmap_count(&bc->map);
+    if (!(A->binmem = calloc(4 * NC_SHARDS * nbins, sizeof *A->binmem)))
+        return nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu bins", spec->name, nbins);
     if (!bc->binned) {
-        pxy = malloc(3 * res->points * sizeof *pxy);
-        slot = malloc(r.nt * sizeof *slot);
-        if (!pxy || !slot) {
-            rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu points", spec->name,
-                            res->points);
-            goto out;
-        }
-        bc->px = pxy;
-        bc->py = pxy + res->points;
+        A->pxy = malloc(3 * res->points * sizeof *A->pxy);
+        A->slot = malloc(r->nt * sizeof *A->slot);
+        if (!A->pxy || !A->slot)
+            return nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu points", spec->name,
+                              res->points);
+        bc->px = A->pxy;
+        bc->py = A->pxy + res->points;
         bc->pj = bc->py + res->points;
         size_t next = 0;
-        for (size_t t = 0; t < r.nt; t++) {
-            slot[t] = next;
-            if (r.status[t] == NC_TOKEN_OK)
+        for (size_t t = 0; t < r->nt; t++) {
+            A->slot[t] = next;
+            if (r->status[t] == NC_TOKEN_OK)
                 next += d;
         }
-        bc->slot = slot;
+        bc->slot = A->slot;
     }
     for (int s = 0; s < NC_SHARDS; s++) {
         bins_acc *a = &bc->acc[s];
-        a->bin = binmem + (size_t)(4 * s) * nbins;
+        a->bin = A->binmem + (size_t)(4 * s) * nbins;
         a->ymin = INFINITY;
         a->ymax = -INFINITY;
     }
     bc->jc = spec->norm == NC_LAYERNORM ? 1.0 - 1.0 / (double)d : 1.0;
-    r.pass.scratch_bytes = 3 * d * sizeof(double);
-    nc_progress_begin(spec->progress, spec->name, "bins", (uint64_t)(r.nt * d));
-    if ((rc = nc_pass_run(&r.pass, bins_block, bc, err)))
-        goto out;
-    res->passes++;
+    return 0;
+}
+
+/* Merges the shards' bins and sums into bc->acc[0], in shard order. */
+static void bins_merge(bins_ctx *bc, size_t nbins)
+{
     bins_acc *A = &bc->acc[0];
     for (int s = 1; s < NC_SHARDS; s++) {
         bins_acc *a = &bc->acc[s];
@@ -656,29 +587,25 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
         for (size_t b = 0; b < 4 * nbins; b++)
             A->bin[b] += a->bin[b];
     }
-    res->y_mean = nc_sum_get(&A->sy) / (double)res->points;
-    res->y_min = A->ymin;
-    res->y_max = A->ymax;
-    if (spec->y_real) {
-        res->has_real = true;
-        res->real_affine = spec->weight || spec->bias;
-        res->real_max_abs_diff = A->real_max;
-        res->real_rms_diff = sqrt(nc_sum_get(&A->real_sq) / (double)res->points);
-    }
-    /* the fit points: nonempty bins' means, weighted by their counts; kept
-     * in the result (with J_ii) for the sweeps */
-    res->binned = bc->binned;
+}
+
+/* The fit points from the merged bins: the nonempty bins' means weighted by
+ * their counts (A->bins) and, for a layer fitted exactly, the raw points
+ * (A->raw); both kept in the result (with J_ii) for the sweeps. */
+static int collect_points(analysis *A, nc_layer_result *res, nc_err *err)
+{
+    const bins_ctx *bc = A->bc;
+    const bins_acc *acc = &bc->acc[0];
     size_t nonempty = 0;
-    for (size_t b = 0; b < nbins; b++)
-        nonempty += A->bin[4 * b] != 0;
+    for (size_t b = 0; b < A->nbins; b++)
+        nonempty += acc->bin[4 * b] != 0;
     double *bx = malloc(4 * (nonempty ? nonempty : 1) * sizeof *bx);
-    if (!bx) {
-        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu bins", spec->name, nonempty);
-        goto out;
-    }
+    if (!bx)
+        return nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu bins", A->spec->name,
+                          nonempty);
     double *by = bx + nonempty, *bj = by + nonempty, *bw = bj + nonempty;
-    for (size_t b = 0, k = 0; b < nbins; b++) {
-        const double *p = A->bin + 4 * b;
+    for (size_t b = 0, k = 0; b < A->nbins; b++) {
+        const double *p = acc->bin + 4 * b;
         if (p[0] == 0)
             continue;
         bx[k] = p[1] / p[0];
@@ -687,111 +614,117 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
         bw[k] = p[0];
         k++;
     }
-    res->bins = nbins;
+    res->binned = bc->binned;
+    res->bins = A->nbins;
     res->bins_nonempty = nonempty;
-    nc_points bins = {.x = bx, .y = by, .w = bw, .n = nonempty};
-    nc_points raw = {.x = bc->px, .y = bc->py, .w = NULL, .n = bc->binned ? 0 : res->points};
-    nc_fit_data *fd = &res->data;
-    fd->points = (double)res->points;
-    fd->syy = nc_sum_get(&A->syy);
-    fd->sy = nc_sum_get(&A->sy);
-    fd->sjj = nc_sum_get(&A->sjj);
-    fd->sj = nc_sum_get(&A->sj);
+    A->bins = (nc_points){.x = bx, .y = by, .w = bw, .n = nonempty};
+    A->raw = (nc_points){.x = bc->px, .y = bc->py, .w = NULL,
+                         .n = bc->binned ? 0 : res->points};
+    nc_fit_data sums = {.points = (double)res->points,
+                        .syy = nc_sum_get(&acc->syy), .sy = nc_sum_get(&acc->sy),
+                        .sjj = nc_sum_get(&acc->sjj), .sj = nc_sum_get(&acc->sj)};
     if (bc->binned) {
-        *fd = (nc_fit_data){false, nonempty, bx, by, bj, bw, fd->points, fd->syy, fd->sy,
-                            fd->sjj, fd->sj};
+        res->data = (nc_fit_data){false, nonempty, bx, by, bj, bw, sums.points, sums.syy,
+                                  sums.sy, sums.sjj, sums.sj};
     } else {
-        *fd = (nc_fit_data){true, res->points, bc->px, bc->py, bc->pj, NULL, fd->points,
-                            fd->syy, fd->sy, fd->sjj, fd->sj};
+        res->data = (nc_fit_data){true, res->points, bc->px, bc->py, bc->pj, NULL, sums.points,
+                                  sums.syy, sums.sy, sums.sjj, sums.sj};
         res->data_bins = bx; /* the bins feed the coarse fits, then go */
-        pxy = NULL;          /* owned by the result now */
+        A->pxy = NULL;       /* owned by the result now */
     }
-    res->time_bins_s = now_s() - t0;
+    A->aff = (affine_sums){nc_sum_get(&acc->sxx), nc_sum_get(&acc->sxy), nc_sum_get(&acc->sy),
+                           bc->xmean};
+    return 0;
+}
 
-    /* ---- fits on the points (no pass over the data) ---- */
-    t0 = now_s();
-    affine_sums aff = {nc_sum_get(&A->sxx), nc_sum_get(&A->sxy), nc_sum_get(&A->sy), bc->xmean};
-    if ((rc = nc_layer_run_fits(&r, res, &bins, &raw, res->stats.std, &aff, err)))
-        goto out;
-    res->time_fits_s = now_s() - t0;
+/* Stage 2: the bins pass (bins or raw points, the affine baseline's sums,
+ * the output's range and the real-output check), then the fit points. */
+static int stage_bins(analysis *A, nc_layer_result *res, nc_err *err)
+{
+    const nc_layer_spec *spec = A->spec;
+    int rc = bins_setup(A, res, err);
+    if (rc)
+        return rc;
+    A->r.pass.scratch_bytes = 3 * A->r.d * sizeof(double);
+    nc_progress_begin(spec->progress, spec->name, "bins", (uint64_t)(A->r.nt * A->r.d));
+    if ((rc = nc_pass_run(&A->r.pass, bins_block, A->bc, err)))
+        return rc;
+    res->passes++;
+    bins_merge(A->bc, A->nbins);
+    const bins_acc *acc = &A->bc->acc[0];
+    res->y_mean = nc_sum_get(&acc->sy) / (double)res->points;
+    res->y_min = acc->ymin;
+    res->y_max = acc->ymax;
+    if (spec->y_real) {
+        res->has_real = true;
+        res->real_affine = spec->weight || spec->bias;
+        res->real_max_abs_diff = acc->real_max;
+        res->real_rms_diff = sqrt(nc_sum_get(&acc->real_sq) / (double)res->points);
+    }
+    return collect_points(A, res, err);
+}
 
-    /* ---- per-channel DyT: exact Newton passes ---- */
-    t0 = now_s();
+/* Stage 4: DyT with per-channel gamma_i, beta_i (exact Newton passes),
+ * seeded by the pooled DyT fit; then DyT is hidden again when it ran only
+ * to seed Derf or the per-channel fit. */
+static int stage_channel(analysis *A, nc_layer_result *res, nc_err *err)
+{
+    const nc_layer_spec *spec = A->spec;
     if (spec->fit[NC_FIT_DYT_PER_CHANNEL] && res->fits[NC_FIT_DYT].ok) {
         nc_fit_result *fr = &res->fits[NC_FIT_DYT_PER_CHANNEL];
-        if ((rc = nc_layer_fit_channel(&r, res->fits[NC_FIT_DYT].params.p[0], fr, &res->passes,
-                                       err)))
-            goto out;
+        int rc = nc_layer_fit_channel(&A->r, res->fits[NC_FIT_DYT].params.p[0], fr,
+                                      &res->passes, err);
+        if (rc)
+            return rc;
     }
     if (!spec->fit[NC_FIT_DYT])
         res->fits[NC_FIT_DYT].ok = false; /* fitted only to seed Derf / per channel */
-    res->time_channel_s = now_s() - t0;
+    return 0;
+}
 
-    /* ---- pass: exact metrics of every fit ---- */
-    t0 = now_s();
-    vc = calloc(1, sizeof *vc);
-    if (!vc) {
-        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory", spec->name);
+/* The pipeline: check, set up, then the stages in order, each timed. A
+ * layer with no usable token stops after the stats. */
+int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *err)
+{
+    memset(res, 0, sizeof *res);
+    int rc = check_inputs(spec, err);
+    if (rc)
+        return rc;
+    analysis A = {.spec = spec};
+    double t0 = nc_now_s();
+    if ((rc = setup(&A, res, err)) || (rc = stage_stats(&A, res, err)))
+        goto out;
+    res->time_stats_s = nc_now_s() - t0;
+    if (res->points == 0) {
+        mark_empty(spec, res);
         goto out;
     }
-    vc->r = &r;
-    vc->fits = res->fits;
-    vc->ymean = res->y_mean;
-    vc->alpha = res->fits[NC_FIT_DYT].ok ? res->fits[NC_FIT_DYT].params.p[0] : 0;
-    r.pass.scratch_bytes = 2 * d * sizeof(double);
-    nc_progress_begin(spec->progress, spec->name, "verify", (uint64_t)(r.nt * d));
-    if ((rc = nc_pass_run(&r.pass, verify_block, vc, err)))
+    t0 = nc_now_s();
+    if ((rc = stage_bins(&A, res, err)))
         goto out;
-    res->passes++;
-    verify_acc *V = &vc->acc[0];
-    for (int s = 1; s < NC_SHARDS; s++) {
-        verify_acc *a = &vc->acc[s];
-        nc_sum_merge(&V->sst, &a->sst);
-        for (int j = 0; j < NC_FIT_COUNT; j++) {
-            nc_sum_merge(&V->sse[j], &a->sse[j]);
-            nc_sum_merge(&V->sabs[j], &a->sabs[j]);
-            V->maxe[j] = V->maxe[j] >= a->maxe[j] || V->maxe[j] != V->maxe[j] ? V->maxe[j]
-                                                                              : a->maxe[j];
-        }
-        for (int k = 0; k < 3; k++)
-            V->sat[k] += a->sat[k];
-    }
-    double n = (double)res->points;
-    res->y_sst = nc_sum_get(&V->sst);
-    for (int j = 0; j < NC_FIT_COUNT; j++) {
-        nc_fit_result *fr = &res->fits[j];
-        if (!fr->ok)
-            continue;
-        fr->sse = nc_sum_get(&V->sse[j]);
-        fr->rmse = sqrt(fr->sse / n);
-        fr->r2 = res->y_sst > 0 ? 1.0 - fr->sse / res->y_sst : NAN;
-        fr->max_abs_err = V->maxe[j];
-        fr->mean_abs_err = nc_sum_get(&V->sabs[j]) / n;
-    }
-    for (int k = 0; k < 3; k++)
-        res->saturation[k] = vc->alpha > 0 ? (double)V->sat[k] / n : NAN;
-    res->time_verify_s = now_s() - t0;
-
+    res->time_bins_s = nc_now_s() - t0;
+    t0 = nc_now_s();
+    if ((rc = nc_layer_run_fits(&A.r, res, &A.bins, &A.raw, res->stats.std, &A.aff, err)))
+        goto out;
+    res->time_fits_s = nc_now_s() - t0;
+    t0 = nc_now_s();
+    if ((rc = stage_channel(&A, res, err)))
+        goto out;
+    res->time_channel_s = nc_now_s() - t0;
+    t0 = nc_now_s();
+    if ((rc = nc_layer_verify(&A.r, res, err)))
+        goto out;
+    res->time_verify_s = nc_now_s() - t0;
 out:
     nc_progress_end(spec->progress);
     if (!rc) {
         /* hand the per-token state to the result for later passes */
-        res->tok = (nc_layer_tokens){r.nt, tokens, r.centre, r.inv, r.status};
-        tokens = NULL;
-        r.centre = r.inv = NULL;
-        r.status = NULL;
+        res->tok = (nc_layer_tokens){A.r.nt, A.tokens, A.r.centre, A.r.inv, A.r.status};
+        A.tokens = NULL;
+        A.r.centre = A.r.inv = NULL;
+        A.r.status = NULL;
     }
-    free(vc);
-    free(binmem);
-    free(pxy);
-    free(slot);
-    free(bc);
-    free(tokens);
-    free(r.centre);
-    free(r.inv);
-    free(r.status);
-    free(r.weight);
-    free(r.bias);
+    analysis_free(&A);
     if (rc)
         nc_layer_result_free(res);
     return rc;

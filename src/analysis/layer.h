@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/amp.h"
 #include "analysis/surrogate.h"
 #include "core/norm.h"
 #include "core/par.h"
@@ -39,29 +40,6 @@
 #define NC_DEFAULT_BINS 32768            /* upper bound on bins of x */
 #define NC_DEFAULT_MAX_EXACT ((size_t)1 << 18) /* polish on raw points up to this many */
 #define NC_TOP_CHANNELS 8                /* outlier channels reported */
-
-/* How a fit's amplitude (gamma, or DyISRU's scale) is set. */
-typedef enum nc_amp_rule {
-    NC_AMP_FREE,          /* fitted */
-    NC_AMP_SQRT_D,        /* fixed to sqrt(d): the RMSNorm bound */
-    NC_AMP_SQRT_D_MINUS_1, /* fixed to sqrt(d-1): the LayerNorm bound */
-    NC_AMP_AUTO,          /* sqrt(d) for RMSNorm, sqrt(d-1) for LayerNorm */
-    NC_AMP_VALUE,         /* fixed to a given number */
-} nc_amp_rule;
-
-typedef struct nc_amp {
-    nc_amp_rule rule;
-    double value; /* for NC_AMP_VALUE */
-} nc_amp;
-
-/* "free", "sqrt(d)", "sqrt(d-1)", "auto", "value". */
-const char *nc_amp_rule_name(nc_amp_rule rule);
-
-/* Resolves an amplitude rule for a layer: false for free, else true with
- * *value and *rule_out the concrete rule (auto becomes sqrt(d) or
- * sqrt(d-1)). */
-bool nc_amp_resolve(nc_amp amp, nc_norm_kind norm, size_t d, double *value,
-                    nc_amp_rule *rule_out);
 
 typedef struct nc_layer_spec {
     const char *name;          /* label in the report */

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/amp.h"
 #include "analysis/fit.h"
 
 static void fit_status(nc_fit_result *fr, const nc_fit_out *fo)

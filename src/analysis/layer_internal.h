@@ -7,6 +7,7 @@
  *                 verify passes, spec defaults, amplitude rules, results
  *   layer_fits.c  the fits on the bins or raw points (no pass over the data)
  *   channel.c     DyT with per-channel gamma_i, beta_i: exact Newton passes
+ *   layer_verify.c the verify pass: exact errors of every fit
  *
  * Legend as in layer.c: N tokens, d channels, t a visited token.
  *
@@ -58,5 +59,12 @@ int nc_layer_run_fits(const run *r, nc_layer_result *res, const nc_points *bins,
  * not converge is a status in fr, not an error; errors: NC_ENOMEM and those
  * of nc_pass_run. */
 int nc_layer_fit_channel(run *r, double alpha0, nc_fit_result *fr, int *passes, nc_err *err);
+
+/* layer_verify.c: the verify pass over r's tokens: exact SSE, RMSE, R^2,
+ * max and mean absolute error of every fit in res->fits that is ok, at its
+ * parameters; res->y_sst; DyT's saturation shares (NaN without DyT); adds
+ * one to res->passes. Needs res->points > 0 and res->y_mean. Errors:
+ * NC_ENOMEM and those of nc_pass_run. */
+int nc_layer_verify(run *r, nc_layer_result *res, nc_err *err);
 
 #endif

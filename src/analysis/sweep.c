@@ -14,6 +14,7 @@
 
 #include "core/sum.h"
 #include "core/vmath.h"
+#include "util/clock.h"
 
 const char *nc_sweep_param_name(nc_sweep_param p)
 {
@@ -31,13 +32,6 @@ void nc_sweep_grid(double from, double to, size_t n, bool log_scale, double *gri
         grid[0] = from; /* the ends exactly as given */
         grid[n - 1] = to;
     }
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* The shape phi and its derivative in x, dphi, at the grid value v. */
@@ -128,7 +122,7 @@ int nc_sweep_run(const nc_layer_result *res, nc_sweep_param param, const double 
     if (n == 0 || fd->n == 0)
         return nc_err_set(err, NC_EINVAL, "%s: sweep of %s: no %s", res->name,
                           nc_sweep_param_name(param), n == 0 ? "grid values" : "data");
-    double t0 = now_s();
+    double t0 = nc_now_s();
     double *block = malloc(7 * n * sizeof *block);
     double *scratch = malloc(2 * fd->n * sizeof *scratch);
     if (!block || !scratch) {
@@ -208,7 +202,7 @@ int nc_sweep_run(const nc_layer_result *res, nc_sweep_param param, const double 
         out->theory = d * rho * rho;
     }
     free(scratch);
-    out->time_s = now_s() - t0;
+    out->time_s = nc_now_s() - t0;
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #define NC_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "config/config.h"
 #include "util/err.h"
@@ -22,6 +23,26 @@ int cli_run(int argc, char **argv);
 int cli_jacobian(int argc, char **argv);
 int cli_plot(int argc, char **argv);
 int cli_sweep(int argc, char **argv);
+
+int cli_merge(int argc, char **argv);
+
+/* Parses --shard's "K/N" (1 <= K <= N <= 100000) into *k and *n. */
+int cli_parse_shard(const char *arg, size_t *k, size_t *n, nc_err *err);
+
+/* Whether figures of this nc_fig_kind span layers (alpha-std, scatter-grid,
+ * tanh-family): a shard leaves them to merge. */
+bool cli_fig_kind_is_run_level(int kind);
+
+struct nc_plan;
+struct nc_fig_spec;
+/* The figure specs a shard draws (shallow copies, *out to free()): the
+ * per-layer kinds selecting at least one of its layers. */
+int cli_shard_figures(const struct nc_plan *plan, const struct nc_fig_spec *specs, size_t n,
+                      struct nc_fig_spec **out, size_t *nout, nc_err *err);
+
+struct nc_outset;
+/* Adds index.html, made from the report's JSON text, to the output set. */
+int cli_write_index(struct nc_outset *set, const char *report_json, nc_err *err);
 
 /* Prints err's message and returns its exit status. */
 int cli_fail(const nc_err *err);

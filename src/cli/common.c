@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analysis/plan.h"
+#include "plan/plan.h"
 #include "plot/figures.h"
 #include "report/report.h"
 #include "report/report.h"
@@ -156,6 +156,8 @@ static void print_summary(const nc_plan *plan)
     printf("%-*s %8s %6s %11s %11s %11s %11s %11s\n", w, "layer", "N", "d", "DyT alpha",
            "alpha*std", "R2 affine", "R2 DyT", "R2 DyISRU");
     for (size_t k = 0; k < plan->nlayers; k++) {
+        if (!plan->layers[k].done)
+            continue; /* another shard's */
         const nc_layer_result *r = &plan->layers[k].result;
         const nc_fit_result *dyt = &r->fits[NC_FIT_DYT], *lin = &r->fits[NC_FIT_LINEAR],
                             *isru = &r->fits[NC_FIT_DYISRU];
@@ -171,6 +173,15 @@ static void print_summary(const nc_plan *plan)
             const nc_outlier_steps *os = &plan->layers[k].outlier_steps;
             printf("%-*s   outlier steps: mean |residual| DyT %.4g, DyISRU %.4g, ratio %.3g\n",
                    w, "", os->dyt.mean_abs_res, os->dyisru.mean_abs_res, os->ratio);
+            if (os->has_spread) {
+                const nc_outlier_spread *sp = &os->spread;
+                printf("%-*s   over %zu draws (seeds %llu..%llu): ratio median %.3g "
+                       "(5-95%% %.3g..%.3g), DyT |residual| median %.3g (5-95%% %.3g..%.3g)\n",
+                       w, "", sp->draws, (unsigned long long)sp->seed0,
+                       (unsigned long long)(sp->seed0 + sp->draws - 1), sp->ratio.median,
+                       sp->ratio.p05, sp->ratio.p95, sp->dyt_res.median, sp->dyt_res.p05,
+                       sp->dyt_res.p95);
+            }
         }
     }
 }
@@ -228,11 +239,17 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
         files[nfiles++] = strdup("config.json");
     }
     if (cfg->nfigures) {
-        size_t nfig = 0;
+        size_t nfig = 0, nspecs = cfg->nfigures;
+        nc_fig_spec *shard_specs = NULL; /* a shard draws its layers' figures only */
+        if (cfg->shard_count &&
+            cli_shard_figures(plan, cfg->figures, cfg->nfigures, &shard_specs, &nspecs, &err))
+            goto fail;
         if (!quiet && isatty(STDERR_FILENO))
             fprintf(stderr, "\rnormcmp: rendering figures...");
-        int rc = nc_figures_render(plan, cfg->figures, cfg->nfigures, command, cfg->threads, set,
-                                   files + nfiles, MAX_OUTPUT_FILES - nfiles, &nfig, &err);
+        int rc = nc_figures_render(plan, shard_specs ? shard_specs : cfg->figures, nspecs,
+                                   command, cfg->threads, set, files + nfiles,
+                                   MAX_OUTPUT_FILES - nfiles, &nfig, &err);
+        free(shard_specs);
         if (!quiet && isatty(STDERR_FILENO))
             fprintf(stderr, "\r\033[K");
         nfiles += nfig;
@@ -275,9 +292,13 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
                 goto fail;
         }
     }
+    if (nfiles < MAX_OUTPUT_FILES)
+        files[nfiles++] = strdup("index.html");
     if (nc_report_json(plan, command, (const char *const *)files, nfiles, &json, &err) != 0)
         goto fail;
     if (nc_outset_add(set, "report.json", json, strlen(json), &err) != 0)
+        goto fail;
+    if (cli_write_index(set, json, &err) != 0) /* docs/whole_models.md */
         goto fail;
     int rc = nc_outset_commit(set, &err);
     set = NULL;

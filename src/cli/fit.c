@@ -44,6 +44,7 @@ enum {
     OPT_SIZE,
     OPT_DPI,
     OPT_CURVES,
+    OPT_SHARD,
 };
 
 static const struct option fit_options[] = {
@@ -125,6 +126,8 @@ static const char run_help[] =
     "      --threads N            worker threads, 0..16\n"
     "      --sample-tokens N      fit a seeded random sample of N tokens\n"
     "      --seed N               seed of the token sample and synthetic layers\n"
+    "      --shard K/N            analyse only layers i (0-based, plan order) with\n"
+    "                             i mod N = K-1; 'normcmp merge' combines the N folders\n"
     "  -q, --quiet                no progress or messages on stderr\n"
     "  -h, --help                 this help\n";
 
@@ -220,9 +223,18 @@ static char *dupstr(const char *s)
 /* "data/ln00_input.npy" -> "ln00_input" */
 static char *stem(const char *path)
 {
-    const char *b = strrchr(path, '/');
-    b = b ? b + 1 : path;
-    size_t n = strcspn(b, ".");
+    /* a sharded dump's folder may end in '/'; a glob's name stops at its
+     * first pattern character */
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    const char *b = path;
+    for (size_t k = 0; k < len; k++)
+        if (path[k] == '/' && k + 1 < len)
+            b = path + k + 1;
+    size_t n = strcspn(b, ".*?[/");
+    if (n == 0)
+        return strdup("dump");
     char *s = malloc(n + 1);
     if (s)
         snprintf(s, n + 1, "%.*s", (int)n, b);
@@ -320,243 +332,296 @@ static int add_figures(nc_config *cfg, const fig_opts *fo, nc_err *err)
     return 0;
 }
 
-static int fit_main(int argc, char **argv, int mode)
-{
-    const char *cmd = mode == MODE_JACOBIAN ? "jacobian" : mode == MODE_PLOT ? "plot" : "fit";
-    bool jacobian_mode = mode == MODE_JACOBIAN;
-    fig_opts fo = {0};
-    nc_err err = {0};
-    nc_config *cfg = NULL;
-    overrides ov = {0};
+/* What fit, jacobian and plot collect from their flags before the config
+ * is built. */
+typedef struct fit_args {
+    int mode;
+    const char *cmd;
+    fig_opts fo;
+    overrides ov;
     const char *tensors[64];
-    size_t ntensors = 0;
-    const char *label = NULL, *comp[NC_COMP_COUNT] = {NULL};
-    bool has_eps = false, outlier = false;
-    nc_norm_kind norm = NC_LAYERNORM;
-    double eps = 0;
-    int status = 0;
+    size_t ntensors;
+    const char *label, *comp[NC_COMP_COUNT];
+    bool has_eps, outlier;
+    nc_norm_kind norm;
+    double eps;
+} fit_args;
 
-    if (nc_config_alloc("command line", &cfg, &err) != 0)
-        return cli_fail(&err);
+/* Option handlers return OPT_DONE when they took the option, OPT_NOT_MINE
+ * when it is not theirs, or an exit status (>= 0) after printing why. */
+enum { OPT_DONE = -1, OPT_NOT_MINE = -2 };
+
+/* --amplitude-dyt, --amplitude-dyisru, --amplitude-derf. */
+static int amp_option(int c, const char *arg, const char *cmd, nc_config *cfg)
+{
+    nc_amp *a = c == OPT_AMP_DYT ? &cfg->amp_dyt
+                : c == OPT_AMP_DYISRU ? &cfg->amp_dyisru
+                                      : &cfg->amp_derf;
+    const char *name = c == OPT_AMP_DYT ? "--amplitude-dyt"
+                       : c == OPT_AMP_DYISRU ? "--amplitude-dyisru"
+                                             : "--amplitude-derf";
+    if (!nc_amp_parse(arg, a) || (c == OPT_AMP_DYISRU && a->rule == NC_AMP_FREE))
+        return cli_usage_error(cmd, "%s: expected %s, got '%s'", name,
+                               c == OPT_AMP_DYISRU
+                                   ? "sqrt(d), sqrt(d-1), auto or a number > 0"
+                                   : "free, sqrt(d), sqrt(d-1), auto or a number > 0",
+                               arg);
+    return OPT_DONE;
+}
+
+/* The layers' inputs and norm: --tensor, --norm, --eps, --label and the
+ * companion files. */
+static int input_option(int c, const char *arg, fit_args *a, nc_err *err)
+{
+    switch (c) {
+    case OPT_TENSOR:
+        if (a->ntensors == sizeof a->tensors / sizeof a->tensors[0])
+            return cli_usage_error(a->cmd, "too many --tensor options (at most 64)");
+        a->tensors[a->ntensors++] = arg;
+        return OPT_DONE;
+    case OPT_NORM:
+        if (!nc_norm_parse(arg, &a->norm))
+            return cli_usage_error(a->cmd, "--norm: expected layernorm or rmsnorm, got '%s'",
+                                   arg);
+        return OPT_DONE;
+    case OPT_EPS:
+        if (nc_parse_double(arg, "--eps", 0, 1, &a->eps, err) != 0)
+            return cli_fail(err);
+        a->has_eps = true;
+        return OPT_DONE;
+    case OPT_LABEL:
+        a->label = arg;
+        return OPT_DONE;
+    case OPT_REAL_OUTPUT:
+        a->comp[NC_COMP_OUTPUT] = arg;
+        return OPT_DONE;
+    case OPT_WEIGHT:
+        a->comp[NC_COMP_WEIGHT] = arg;
+        return OPT_DONE;
+    case OPT_BIAS:
+        a->comp[NC_COMP_BIAS] = arg;
+        return OPT_DONE;
+    case OPT_GRAD:
+        a->comp[NC_COMP_GRAD] = arg;
+        return OPT_DONE;
+    default:
+        return OPT_NOT_MINE;
+    }
+}
+
+/* What is computed: --fits, amplitudes, bins, the experiment, the
+ * Jacobian's options. */
+static int analysis_option(int c, const char *arg, fit_args *a, nc_config *cfg, nc_err *err)
+{
+    uint64_t u;
+    switch (c) {
+    case OPT_FITS:
+        return nc_fits_parse(arg, cfg->fit, err) ? cli_fail(err) : OPT_DONE;
+    case OPT_AMP_DYT:
+    case OPT_AMP_DYISRU:
+    case OPT_AMP_DERF:
+        return amp_option(c, arg, a->cmd, cfg);
+    case OPT_BINS:
+        if (nc_parse_u64(arg, "--bins", 16, 1 << 24, &u, err))
+            return cli_fail(err);
+        cfg->max_bins = (size_t)u;
+        return OPT_DONE;
+    case OPT_MAX_EXACT:
+        if (nc_parse_u64(arg, "--max-exact-points", 0, (uint64_t)1 << 40, &u, err))
+            return cli_fail(err);
+        cfg->max_exact_points = (size_t)u;
+        return OPT_DONE;
+    case OPT_EXPERIMENT:
+        if (strcmp(arg, "outlier-steps") != 0)
+            return cli_usage_error(a->cmd, "--experiment: expected outlier-steps, got '%s'",
+                                   arg);
+        a->outlier = true;
+        return OPT_DONE;
+    case OPT_NO_JACOBIAN:
+        cfg->jacobian.enabled = false;
+        a->fo.jacobian_off = true;
+        return OPT_DONE;
+    case OPT_PROBES:
+        if (nc_parse_u64(arg, "--probes", 1, 1024, &u, err))
+            return cli_fail(err);
+        cfg->jacobian.probes = (size_t)u;
+        return OPT_DONE;
+    case OPT_DENSE_TOKENS:
+        if (nc_parse_u64(arg, "--dense-tokens", 1, (uint64_t)1 << 40, &u, err))
+            return cli_fail(err);
+        cfg->jacobian.dense_tokens = (size_t)u;
+        return OPT_DONE;
+    default:
+        return OPT_NOT_MINE;
+    }
+}
+
+/* --figure TYPE[,TYPE...] */
+static int figure_kinds(const char *arg, fit_args *a)
+{
+    for (const char *p = arg; *p;) {
+        size_t n = strcspn(p, ",");
+        char name[32];
+        nc_fig_kind kind;
+        snprintf(name, sizeof name, "%.*s", (int)(n < 31 ? n : 31), p);
+        if (n >= 31 || !nc_fig_kind_parse(name, &kind))
+            return cli_usage_error(a->cmd, "--figure: expected scatter, scatter-grid, "
+                                   "by-token, by-channel, jacobian, alpha-std, "
+                                   "tanh-family or outlier-steps, got '%s'", name);
+        if (a->fo.nkinds < NC_FIG_COUNT)
+            a->fo.kinds[a->fo.nkinds++] = kind;
+        p += n + (p[n] == ',');
+    }
+    return OPT_DONE;
+}
+
+/* The figure options of plot: --figure, --layer, --format, --size, --dpi,
+ * --curves. */
+static int figure_option(int c, const char *arg, fit_args *a, nc_err *err)
+{
+    fig_opts *fo = &a->fo;
+    switch (c) {
+    case OPT_FIGURE:
+        return figure_kinds(arg, a);
+    case OPT_LAYER:
+        if (fo->nlayers == 64)
+            return cli_usage_error(a->cmd, "too many --layer options (at most 64)");
+        fo->layers[fo->nlayers++] = arg;
+        return OPT_DONE;
+    case OPT_FORMAT:
+        if (!nc_fig_formats_parse(arg, &fo->formats))
+            return cli_usage_error(a->cmd, "--format: expected a list of png, pdf, svg, "
+                                   "got '%s'", arg);
+        return OPT_DONE;
+    case OPT_SIZE: {
+        const char *x = strchr(arg, 'x');
+        char wbuf[32];
+        if (!x || (size_t)(x - arg) >= sizeof wbuf)
+            return cli_usage_error(a->cmd, "--size: expected WIDTHxHEIGHT in inches, got "
+                                   "'%s'", arg);
+        snprintf(wbuf, sizeof wbuf, "%.*s", (int)(x - arg), arg);
+        if (nc_parse_double(wbuf, "--size (width)", 0.5, 100, &fo->w, err) ||
+            nc_parse_double(x + 1, "--size (height)", 0.5, 100, &fo->h, err))
+            return cli_fail(err);
+        return OPT_DONE;
+    }
+    case OPT_DPI:
+        if (nc_parse_double(arg, "--dpi", 10, 2400, &fo->dpi, err))
+            return cli_fail(err);
+        return OPT_DONE;
+    case OPT_CURVES:
+        return nc_fits_parse(arg, fo->curves, err) ? cli_fail(err) : OPT_DONE;
+    default:
+        return OPT_NOT_MINE;
+    }
+}
+
+/* Reads the options into a and cfg: OPT_DONE when the command goes on,
+ * else the exit status (after --help, or an error printed). */
+static int parse_fit_options(int argc, char **argv, fit_args *a, nc_config *cfg, nc_err *err)
+{
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:n:e:o:qh", fit_options, NULL)) != -1) {
-        uint64_t u;
-        int h = parse_override(c, optarg, &ov, &err);
-        if (h < 0)
-            goto fail;
-        if (h > 0)
+        int st = parse_override(c, optarg, &a->ov, err);
+        if (st < 0)
+            return cli_fail(err);
+        if (st > 0)
             continue;
-        switch (c) {
-        case OPT_TENSOR:
-            if (ntensors == sizeof tensors / sizeof tensors[0]) {
-                status = cli_usage_error(cmd, "too many --tensor options (at most 64)");
-                goto out;
-            }
-            tensors[ntensors++] = optarg;
-            break;
-        case OPT_NORM:
-            if (!nc_norm_parse(optarg, &norm)) {
-                status = cli_usage_error(cmd, "--norm: expected layernorm or rmsnorm, got '%s'",
-                                         optarg);
-                goto out;
-            }
-            break;
-        case OPT_EPS:
-            if (nc_parse_double(optarg, "--eps", 0, 1, &eps, &err) != 0)
-                goto fail;
-            has_eps = true;
-            break;
-        case OPT_LABEL:
-            label = optarg;
-            break;
-        case OPT_REAL_OUTPUT:
-            comp[NC_COMP_OUTPUT] = optarg;
-            break;
-        case OPT_WEIGHT:
-            comp[NC_COMP_WEIGHT] = optarg;
-            break;
-        case OPT_BIAS:
-            comp[NC_COMP_BIAS] = optarg;
-            break;
-        case OPT_GRAD:
-            comp[NC_COMP_GRAD] = optarg;
-            break;
-        case OPT_FITS:
-            if (nc_fits_parse(optarg, cfg->fit, &err) != 0)
-                goto fail;
-            break;
-        case OPT_AMP_DYT:
-        case OPT_AMP_DYISRU:
-        case OPT_AMP_DERF: {
-            nc_amp *a = c == OPT_AMP_DYT ? &cfg->amp_dyt
-                        : c == OPT_AMP_DYISRU ? &cfg->amp_dyisru
-                                              : &cfg->amp_derf;
-            const char *name = c == OPT_AMP_DYT ? "--amplitude-dyt"
-                               : c == OPT_AMP_DYISRU ? "--amplitude-dyisru"
-                                                     : "--amplitude-derf";
-            if (!nc_amp_parse(optarg, a) || (c == OPT_AMP_DYISRU && a->rule == NC_AMP_FREE)) {
-                status = cli_usage_error(cmd, "%s: expected %s, got '%s'", name,
-                                         c == OPT_AMP_DYISRU
-                                             ? "sqrt(d), sqrt(d-1), auto or a number > 0"
-                                             : "free, sqrt(d), sqrt(d-1), auto or a number > 0",
-                                         optarg);
-                goto out;
-            }
-            break;
+        if ((st = input_option(c, optarg, a, err)) == OPT_NOT_MINE &&
+            (st = analysis_option(c, optarg, a, cfg, err)) == OPT_NOT_MINE)
+            st = figure_option(c, optarg, a, err);
+        if (st == OPT_DONE)
+            continue;
+        if (st >= 0)
+            return st;
+        if (c == OPT_HELP) {
+            fputs(a->mode == MODE_PLOT       ? plot_help
+                  : a->mode == MODE_JACOBIAN ? jacobian_help
+                                             : fit_help,
+                  stdout);
+            return cli_finish_stdout(0);
         }
-        case OPT_BINS:
-            if (nc_parse_u64(optarg, "--bins", 16, 1 << 24, &u, &err))
-                goto fail;
-            cfg->max_bins = (size_t)u;
-            break;
-        case OPT_MAX_EXACT:
-            if (nc_parse_u64(optarg, "--max-exact-points", 0, (uint64_t)1 << 40, &u, &err))
-                goto fail;
-            cfg->max_exact_points = (size_t)u;
-            break;
-        case OPT_EXPERIMENT:
-            if (strcmp(optarg, "outlier-steps") != 0) {
-                status = cli_usage_error(cmd, "--experiment: expected outlier-steps, got '%s'",
-                                         optarg);
-                goto out;
-            }
-            outlier = true;
-            break;
-        case OPT_NO_JACOBIAN:
+        return cli_usage_error(a->cmd, "unknown or incomplete option");
+    }
+    return OPT_DONE;
+}
+
+/* The checks that need all the options: an input, figure options only for
+ * plot (whose figures join the config here), --label with one file. */
+static int check_fit_args(int nfiles, fit_args *a, nc_config *cfg, nc_err *err)
+{
+    const fig_opts *fo = &a->fo;
+    if (nfiles < 1)
+        return cli_usage_error(a->cmd, "expected at least one input FILE");
+    if (a->mode == MODE_PLOT) {
+        if (fo->nkinds == 0)
+            return cli_usage_error(a->cmd, "expected --figure TYPE");
+        if (!fo->jacobian_off)
             cfg->jacobian.enabled = false;
-            fo.jacobian_off = true;
-            break;
-        case OPT_FIGURE: {
-            for (const char *p = optarg; *p;) {
-                size_t n = strcspn(p, ",");
-                char name[32];
-                nc_fig_kind kind;
-                snprintf(name, sizeof name, "%.*s", (int)(n < 31 ? n : 31), p);
-                if (n >= 31 || !nc_fig_kind_parse(name, &kind)) {
-                    status = cli_usage_error(cmd, "--figure: expected scatter, scatter-grid, "
-                                             "by-token, by-channel, jacobian, alpha-std, "
-                                             "tanh-family or outlier-steps, got '%s'", name);
-                    goto out;
-                }
-                if (fo.nkinds < NC_FIG_COUNT)
-                    fo.kinds[fo.nkinds++] = kind;
-                p += n + (p[n] == ',');
-            }
-            break;
-        }
-        case OPT_LAYER:
-            if (fo.nlayers == 64) {
-                status = cli_usage_error(cmd, "too many --layer options (at most 64)");
-                goto out;
-            }
-            fo.layers[fo.nlayers++] = optarg;
-            break;
-        case OPT_FORMAT:
-            if (!nc_fig_formats_parse(optarg, &fo.formats)) {
-                status = cli_usage_error(cmd, "--format: expected a list of png, pdf, svg, "
-                                         "got '%s'", optarg);
-                goto out;
-            }
-            break;
-        case OPT_SIZE: {
-            char *x = strchr(optarg, 'x');
-            char wbuf[32];
-            if (!x || (size_t)(x - optarg) >= sizeof wbuf) {
-                status = cli_usage_error(cmd, "--size: expected WIDTHxHEIGHT in inches, got "
-                                         "'%s'", optarg);
-                goto out;
-            }
-            snprintf(wbuf, sizeof wbuf, "%.*s", (int)(x - optarg), optarg);
-            if (nc_parse_double(wbuf, "--size (width)", 0.5, 100, &fo.w, &err) ||
-                nc_parse_double(x + 1, "--size (height)", 0.5, 100, &fo.h, &err))
-                goto fail;
-            break;
-        }
-        case OPT_DPI:
-            if (nc_parse_double(optarg, "--dpi", 10, 2400, &fo.dpi, &err))
-                goto fail;
-            break;
-        case OPT_CURVES:
-            if (nc_fits_parse(optarg, fo.curves, &err))
-                goto fail;
-            break;
-        case OPT_PROBES:
-            if (nc_parse_u64(optarg, "--probes", 1, 1024, &u, &err))
-                goto fail;
-            cfg->jacobian.probes = (size_t)u;
-            break;
-        case OPT_DENSE_TOKENS:
-            if (nc_parse_u64(optarg, "--dense-tokens", 1, (uint64_t)1 << 40, &u, &err))
-                goto fail;
-            cfg->jacobian.dense_tokens = (size_t)u;
-            break;
-        case OPT_HELP:
-            fputs(mode == MODE_PLOT ? plot_help : jacobian_mode ? jacobian_help : fit_help, stdout);
-            status = cli_finish_stdout(0);
-            goto out;
-        default:
-            status = cli_usage_error(cmd, "unknown or incomplete option");
-            goto out;
-        }
+        if (add_figures(cfg, fo, err) != 0)
+            return cli_fail(err);
+    } else if (fo->nkinds || fo->nlayers || fo->formats || fo->w > 0 || fo->dpi > 0) {
+        return cli_usage_error(a->cmd, "figure options (--figure, --layer, --format, --size, "
+                               "--dpi) belong to 'normcmp plot'");
     }
-    if (optind >= argc) {
-        status = cli_usage_error(cmd, "expected at least one input FILE");
-        goto out;
-    }
-    if (mode == MODE_PLOT) {
-        if (fo.nkinds == 0) {
-            status = cli_usage_error(cmd, "expected --figure TYPE");
-            goto out;
-        }
-        if (!fo.jacobian_off)
-            cfg->jacobian.enabled = false;
-        if (add_figures(cfg, &fo, &err) != 0)
-            goto fail;
-    } else if (fo.nkinds || fo.nlayers || fo.formats || fo.w > 0 || fo.dpi > 0) {
-        status = cli_usage_error(cmd, "figure options (--figure, --layer, --format, --size, "
-                                 "--dpi) belong to 'normcmp plot'");
-        goto out;
-    }
-    if (label && argc - optind > 1) {
-        status = cli_usage_error(cmd, "--label names one layer, but %d files are given",
-                                 argc - optind);
-        goto out;
-    }
-    if (!(cfg->name = stem(argv[optind]))) {
-        nc_err_set(&err, NC_ENOMEM, "out of memory");
-        goto fail;
-    }
-    cfg->norm = norm;
-    cfg->has_eps = has_eps;
-    cfg->eps = eps;
-    for (int k = optind; k < argc; k++) {
+    if (a->label && nfiles > 1)
+        return cli_usage_error(a->cmd, "--label names one layer, but %d files are given",
+                               nfiles);
+    return OPT_DONE;
+}
+
+/* One config layer per FILE, each with the tensors, label and companions
+ * of the flags; the config is named after the first file. */
+static int add_layers(char **files, int nfiles, const fit_args *a, nc_config *cfg, nc_err *err)
+{
+    if (!(cfg->name = stem(files[0])))
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    cfg->norm = a->norm;
+    cfg->has_eps = a->has_eps;
+    cfg->eps = a->eps;
+    for (int k = 0; k < nfiles; k++) {
         nc_config_layer *l;
-        if (nc_config_add_layer(cfg, &l, &err) != 0)
-            goto fail;
-        l->file = dupstr(argv[k]);
-        l->label = dupstr(label);
-        l->outlier_steps = outlier;
-        bool oom = !l->file || (label && !l->label);
-        if (ntensors && (l->tensors = calloc(ntensors, sizeof *l->tensors))) {
-            for (size_t j = 0; j < ntensors; j++)
-                oom = oom || !(l->tensors[l->ntensors++] = strdup(tensors[j]));
-        } else if (ntensors) {
+        int rc = nc_config_add_layer(cfg, &l, err);
+        if (rc)
+            return rc;
+        l->file = dupstr(files[k]);
+        l->label = dupstr(a->label);
+        l->outlier_steps = a->outlier;
+        bool oom = !l->file || (a->label && !l->label);
+        if (a->ntensors && (l->tensors = calloc(a->ntensors, sizeof *l->tensors))) {
+            for (size_t j = 0; j < a->ntensors; j++)
+                oom = oom || !(l->tensors[l->ntensors++] = strdup(a->tensors[j]));
+        } else if (a->ntensors) {
             oom = true;
         }
         for (int cc = 0; cc < NC_COMP_COUNT; cc++)
-            if (comp[cc])
-                oom = oom || !(l->comp[cc] = strdup(comp[cc]));
-        if (oom) {
-            nc_err_set(&err, NC_ENOMEM, "out of memory");
-            goto fail;
-        }
+            if (a->comp[cc])
+                oom = oom || !(l->comp[cc] = strdup(a->comp[cc]));
+        if (oom)
+            return nc_err_set(err, NC_ENOMEM, "out of memory");
     }
-    status = launch(cfg, &ov, argc, argv, NULL);
-    goto out;
-fail:
-    status = cli_fail(&err);
-out:
+    return 0;
+}
+
+/* fit, jacobian and plot: options, checks, one config layer per file, run. */
+static int fit_main(int argc, char **argv, int mode)
+{
+    fit_args a = {.mode = mode, .norm = NC_LAYERNORM};
+    a.cmd = mode == MODE_JACOBIAN ? "jacobian" : mode == MODE_PLOT ? "plot" : "fit";
+    nc_err err = {0};
+    nc_config *cfg = NULL;
+    if (nc_config_alloc("command line", &cfg, &err) != 0)
+        return cli_fail(&err);
+    int status = parse_fit_options(argc, argv, &a, cfg, &err);
+    if (status == OPT_DONE)
+        status = check_fit_args(argc - optind, &a, cfg, &err);
+    if (status == OPT_DONE) {
+        if (add_layers(argv + optind, argc - optind, &a, cfg, &err) != 0)
+            status = cli_fail(&err);
+        else
+            status = launch(cfg, &a.ov, argc, argv, NULL);
+    }
     nc_config_free(cfg);
     return status;
 }
@@ -592,6 +657,7 @@ static const struct option run_options[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"sample-tokens", required_argument, NULL, OPT_SAMPLE},
     {"seed", required_argument, NULL, OPT_SEED},
+    {"shard", required_argument, NULL, OPT_SHARD},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -604,8 +670,14 @@ static int run_main(int argc, char **argv, bool sweep_mode)
     nc_config *cfg = NULL;
     overrides ov = {0};
     int status = 0, c;
+    size_t shard_k = 0, shard_n = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:qh", run_options, NULL)) != -1) {
+        if (c == OPT_SHARD) {
+            if (cli_parse_shard(optarg, &shard_k, &shard_n, &err) != 0)
+                goto fail;
+            continue;
+        }
         int h = parse_override(c, optarg, &ov, &err);
         if (h < 0)
             goto fail;
@@ -629,6 +701,8 @@ static int run_main(int argc, char **argv, bool sweep_mode)
                    "\"alpha\" or \"C\" grid)", path);
         goto fail;
     }
+    cfg->shard_index = shard_k;
+    cfg->shard_count = shard_n;
     status = launch(cfg, &ov, argc, argv, path);
     goto out;
 fail:

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "analysis/plan.h"
+#include "plan/plan.h"
 #include "core/norm.h"
 #include "io/npy.h"
 #include "util/outfile.h"

@@ -5,12 +5,15 @@
  * so every message can name it: "<file>: layers[2].eps: expected a number
  * >= 0". Each object lists its allowed keys; anything else is an error.
  * Here: the config object (defaults, growth, freeing, effective norm and
- * eps), the flag parsers of config.h, the top level of the file, its
- * layers (with their synthetic data), and reading the file.
+ * eps), the top level of the file, its layers (with their synthetic data),
+ * and reading the file.
  *
- * Left out: the walker's typed key readers (config_walk.c) and the
- * optional sections fits, amplitude, jacobian, sweep and figures
- * (config_sections.c); config_internal.h is what the three share.
+ * Left out: the walker's typed key readers (config_walk.c), the parsers of
+ * amplitude rules and fit lists (values.c), the figure requests
+ * (figspec.c) and the optional sections fits, amplitude, jacobian, sweep
+ * and figures (config_sections.c); config_internal.h is what they share.
+ * Calls run one way: config.c -> config_sections.c -> config_walk.c,
+ * values.c, figspec.c.
  */
 #include "config/config.h"
 
@@ -126,69 +129,6 @@ double nc_config_layer_eps(const nc_config *cfg, const nc_config_layer *layer)
     return nc_config_layer_norm(cfg, layer) == NC_RMSNORM ? NC_RMSNORM_EPS : NC_LAYERNORM_EPS;
 }
 
-bool nc_amp_parse(const char *s, nc_amp *amp)
-{
-    static const struct {
-        const char *name;
-        nc_amp_rule rule;
-    } rules[] = {{"free", NC_AMP_FREE},
-                 {"sqrt(d)", NC_AMP_SQRT_D},
-                 {"sqrt(d-1)", NC_AMP_SQRT_D_MINUS_1},
-                 {"auto", NC_AMP_AUTO}};
-    for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)
-        if (strcmp(s, rules[k].name) == 0) {
-            *amp = (nc_amp){rules[k].rule, 0};
-            return true;
-        }
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (*s && *end == '\0' && errno == 0 && isfinite(v) && v > 0) {
-        *amp = (nc_amp){NC_AMP_VALUE, v};
-        return true;
-    }
-    return false;
-}
-
-void nc_config_fit_names(char *buf, size_t cap)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int k = 0; k < NC_FIT_COUNT && used < cap; k++) {
-        int w = snprintf(buf + used, cap - used, "%s%s", k ? ", " : "",
-                         nc_surrogate_get((nc_fit_id)k)->name);
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
-}
-
-int nc_fits_parse(const char *list, bool fit[NC_FIT_COUNT], nc_err *err)
-{
-    for (int k = 0; k < NC_FIT_COUNT; k++)
-        fit[k] = false;
-    const char *p = list;
-    while (*p) {
-        const char *e = strchr(p, ',');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        char name[64];
-        if (n == 0 || n >= sizeof name)
-            return nc_err_set(err, NC_EINVAL, "--fits: empty or overlong name in '%s'", list);
-        memcpy(name, p, n);
-        name[n] = '\0';
-        const nc_surrogate *s = nc_surrogate_find(name);
-        if (!s) {
-            char names[256];
-            nc_config_fit_names(names, sizeof names);
-            return nc_err_set(err, NC_EINVAL, "--fits: unknown fit '%s' (expected some of: %s)",
-                              name, names);
-        }
-        fit[s->id] = true;
-        p += n + (e ? 1 : 0);
-    }
-    return 0;
-}
-
 /* ------------------------------------------------ top level and layers */
 
 static int get_norm(walker *w, const cJSON *obj, const char *path, nc_norm_kind *norm,
@@ -209,12 +149,46 @@ static int get_norm(walker *w, const cJSON *obj, const char *path, nc_norm_kind 
     return 0;
 }
 
+/* "rng" and "draws": outlier-steps only (the presets' tensors are defined
+ * by core/rng.h's streams). */
+static int parse_synth_steps(walker *w, const cJSON *obj, const char *path, bool steps,
+                             nc_config_layer *l)
+{
+    char p[PATH_MAX_LEN];
+    char *rng = NULL;
+    int rc = nc_config_get_string(w, obj, "rng", path, &rng);
+    if (rc)
+        return rc;
+    l->synth_rng = NC_SYNTH_RNG_NORMCMP;
+    nc_config_child_path(p, path, "rng");
+    if (rng && !steps)
+        rc = bad(w, p, "\"rng\" only with the \"outlier-steps\" preset");
+    else if (rng && !nc_synth_rng_parse(rng, &l->synth_rng))
+        rc = bad(w, p, "\"normcmp\" or \"numpy\"");
+    else if (rng && l->synth_rng == NC_SYNTH_RNG_NUMPY && l->synth_params.seed > 4294967295u)
+        rc = bad(w, p, "a seed below 2^32 with \"numpy\" (np.random.seed's range)");
+    free(rng);
+    if (rc)
+        return rc;
+    uint64_t u = 0;
+    if ((rc = nc_config_get_uint(w, obj, "draws", path, 0, 100000, &u)))
+        return rc;
+    nc_config_child_path(p, path, "draws");
+    if (u > 0 && !steps)
+        return bad(w, p, "\"draws\" only with the \"outlier-steps\" preset");
+    if (u > 0 && l->synth_rng == NC_SYNTH_RNG_NUMPY && l->synth_params.seed + u - 1 > 4294967295u)
+        return bad(w, p, "seed + draws - 1 below 2^32 with \"numpy\"");
+    l->synth_draws = (size_t)u;
+    return 0;
+}
+
 static int parse_synth(walker *w, const cJSON *obj, const char *path, nc_config *cfg,
                        nc_config_layer *l)
 {
     static const char *const keys[] = {"preset", "tokens", "dim", "seed", "scale_median",
                                        "scale_spread", "outliers", "outlier_mag",
-                                       "outlier_spread", "nu", "offset_std", "affine", NULL};
+                                       "outlier_spread", "nu", "offset_std", "affine", "rng",
+                                       "draws", NULL};
     if (!cJSON_IsObject(obj))
         return bad(w, path, "an object");
     int rc = nc_config_check_keys(w, obj, path, keys);
@@ -278,6 +252,8 @@ static int parse_synth(walker *w, const cJSON *obj, const char *path, nc_config 
         nc_config_child_path(p, path, "outliers");
         return bad(w, p, "at most dim outlier channels");
     }
+    if ((rc = parse_synth_steps(w, obj, path, steps, l)))
+        return rc;
     return nc_config_get_bool(w, obj, "affine", path, &l->synth_affine);
 }
 
@@ -404,9 +380,12 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
         if (!cJSON_IsArray(v))
             return bad(w, "figures", "an array of figures");
         int k = 0;
-        for (const cJSON *f = v->child; f; f = f->next, k++)
-            if ((rc = nc_config_parse_figure(w, f, k, cfg)))
+        for (const cJSON *f = v->child; f; f = f->next, k++) {
+            nc_fig_spec *spec;
+            if ((rc = nc_config_add_figure(cfg, &spec, w->err)) ||
+                (rc = nc_config_parse_figure(w, f, k, spec)))
                 return rc;
+        }
     }
     uint64_t u = 0;
     if ((rc = nc_config_get_uint(w, root, "bins", "", 16, 1 << 24, &u)))

@@ -21,7 +21,7 @@
 #include "analysis/layer.h"
 #include "core/norm.h"
 #include "core/synth.h"
-#include "plot/figures.h"
+#include "config/figspec.h"
 #include "util/err.h"
 
 /* Companion tensors of a layer (DESIGN.md "layer"). */
@@ -45,6 +45,8 @@ typedef struct nc_config_layer {
     char *synth_preset;       /* "early", "middle", "late", "outlier-steps" */
     nc_synth_params synth_params;
     bool synth_affine;        /* also generate weight, bias and the real output */
+    nc_synth_rng synth_rng;   /* outlier-steps: the base token's generator ("rng") */
+    size_t synth_draws;       /* outlier-steps: draws of the spread, seeds seed .. ("draws") */
 } nc_config_layer;
 
 typedef struct nc_config {
@@ -59,6 +61,10 @@ typedef struct nc_config {
     size_t max_bins, max_exact_points, sample_tokens;
     uint64_t seed;
     int threads;
+    /* `run --shard K/N` (docs/whole_models.md): only the plan layers i
+     * (0-based, plan order) with i % shard_count == shard_index - 1 are
+     * analysed; shard_count 0: every layer. Not a config file key. */
+    size_t shard_index, shard_count;
     struct {
         bool enabled;         /* the diagonal-Jacobian comparison per layer (default on) */
         size_t probes;        /* random probes per token (0: default) */

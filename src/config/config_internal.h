@@ -7,6 +7,10 @@
  *   config_walk.c      the walker's helpers: keys, typed values, paths
  *   config_sections.c  the optional sections: fits, amplitude, jacobian,
  *                      sweep, figures
+ *   values.c           amplitude rules and fit lists (config.h), fit names
+ *   figspec.c          figure kinds, legend positions, formats (figspec.h)
+ *
+ * Calls run one way: config.c -> config_sections.c -> the rest.
  *
  * Every helper that reads a key does nothing when the key is absent (the
  * default stays), and otherwise checks the value's type and range and
@@ -76,7 +80,7 @@ int nc_config_get_strings(walker *w, const cJSON *v, const char *path, char ***o
  * given) into *out (owned: any old *out is freed). */
 int nc_config_resolve(walker *w, const char *p, char **out);
 
-/* ---- config.c ---------------------------------------------------------- */
+/* ---- values.c ---------------------------------------------------------- */
 
 /* The fit names of the surrogate table, ", "-separated, into buf[cap]. */
 void nc_config_fit_names(char *buf, size_t cap);
@@ -84,11 +88,11 @@ void nc_config_fit_names(char *buf, size_t cap);
 /* ---- config_sections.c ------------------------------------------------- */
 
 /* The top-level sections, each given its JSON value, into cfg: "fits"
- * (arr), "amplitude", "jacobian", "sweep" (obj) and figures[idx] (obj). */
+ * (arr), "amplitude", "jacobian", "sweep" (obj) and figures[idx] (obj, into f, already added to cfg). */
 int nc_config_parse_fits(walker *w, const cJSON *arr, nc_config *cfg);
 int nc_config_parse_amplitude(walker *w, const cJSON *obj, nc_config *cfg);
 int nc_config_parse_jacobian(walker *w, const cJSON *obj, nc_config *cfg);
 int nc_config_parse_sweep(walker *w, const cJSON *obj, nc_config *cfg);
-int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_config *cfg);
+int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_fig_spec *f);
 
 #endif

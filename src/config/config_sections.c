@@ -5,7 +5,8 @@
  * of "figures", validated into nc_config as strictly as the rest.
  *
  * Left out: the top level, the layers and their synthetic data, and the
- * config object itself (config.c); the typed key readers (config_walk.c).
+ * config object itself (config.c); the typed key readers (config_walk.c),
+ * the value parsers (values.c, figspec.c).
  */
 #include "config/config_internal.h"
 
@@ -121,7 +122,7 @@ int nc_config_parse_jacobian(walker *w, const cJSON *obj, nc_config *cfg)
     return 0;
 }
 
-int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_config *cfg)
+int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_fig_spec *f)
 {
     static const char *const keys[] = {"type", "layers", "format", "width", "height", "dpi",
                                        "curves", "tokens", "channels", "alphas", "cols", "legend",
@@ -132,9 +133,6 @@ int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_config *cfg)
         return bad(w, path, "an object");
     int rc = nc_config_check_keys(w, obj, path, keys);
     if (rc)
-        return rc;
-    nc_fig_spec *f;
-    if ((rc = nc_config_add_figure(cfg, &f, w->err)))
         return rc;
     char *type = NULL;
     if ((rc = nc_config_get_string(w, obj, "type", path, &type)))

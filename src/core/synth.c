@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "core/rng.h"
+#include "core/rng_numpy.h"
 
 /* No fused multiply-add: see core/rng.h, "What bit-identity assumes". */
 #if defined(__clang__)
@@ -280,8 +281,24 @@ out:
 
 /* ---- outlier steps ---------------------------------------------------------- */
 
+bool nc_synth_rng_parse(const char *s, nc_synth_rng *out)
+{
+    if (strcmp(s, "normcmp") == 0)
+        *out = NC_SYNTH_RNG_NORMCMP;
+    else if (strcmp(s, "numpy") == 0)
+        *out = NC_SYNTH_RNG_NUMPY;
+    else
+        return false;
+    return true;
+}
+
+const char *nc_synth_rng_name(nc_synth_rng rng)
+{
+    return rng == NC_SYNTH_RNG_NUMPY ? "numpy" : "normcmp";
+}
+
 int nc_synth_outlier_steps(uint64_t seed, size_t d, int steps, double step, double sigma,
-                           float *x, size_t *channel, nc_err *err)
+                           nc_synth_rng rng, float *x, size_t *channel, nc_err *err)
 {
     if (d < 1)
         return nc_err_set(err, NC_EINVAL, "outlier steps: d = 0: expected at least 1 channel");
@@ -298,12 +315,24 @@ int nc_synth_outlier_steps(uint64_t seed, size_t d, int steps, double step, doub
         return nc_err_set(err, NC_EINVAL,
                           "outlier steps: sigma = %g: expected a value in (0, 1e+06]", sigma);
 
+    if (rng == NC_SYNTH_RNG_NUMPY && !nc_rng_numpy_seed_ok(seed))
+        return nc_err_set(err, NC_EINVAL,
+                          "outlier steps: seed = %llu: expected 0 .. 4294967295 for the numpy "
+                          "generator (np.random.seed's range)",
+                          (unsigned long long)seed);
+
     /* The base token, in row 0 for now: d draws of N(0, sigma^2). */
     nc_rng r;
-    nc_rng_seed(&r, seed, 0);
+    nc_rng_numpy rn;
+    if (rng == NC_SYNTH_RNG_NUMPY)
+        nc_rng_numpy_seed(&rn, (uint32_t)seed);
+    else
+        nc_rng_seed(&r, seed, 0);
     size_t c = 0;
     for (size_t i = 0; i < d; i++) {
-        x[i] = (float)(sigma * nc_rng_normal(&r));
+        double v = rng == NC_SYNTH_RNG_NUMPY ? nc_rng_numpy_normal(&rn, 0.0, sigma)
+                                             : sigma * nc_rng_normal(&r);
+        x[i] = (float)v;
         if (x[i] > x[c])
             c = i;
     }

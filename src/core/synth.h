@@ -95,6 +95,7 @@
 #ifndef NC_SYNTH_H
 #define NC_SYNTH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -149,15 +150,32 @@ int nc_synth_fill(const nc_synth_params *p, float *x, int threads, nc_err *err);
  * is required; the other distribution fields are not read. */
 void nc_synth_outlier_channels(const nc_synth_params *p, size_t *idx);
 
+/* The generator of the outlier-steps base token. */
+typedef enum nc_synth_rng {
+    NC_SYNTH_RNG_NORMCMP, /* core/rng.h: stream 0 of the seed, nc_rng_normal */
+    NC_SYNTH_RNG_NUMPY,   /* core/rng_numpy.h: np.random.seed(seed);
+                           * np.random.normal(0, sigma, d), bit for bit */
+} nc_synth_rng;
+
+/* Parses "normcmp" or "numpy"; false for anything else. */
+bool nc_synth_rng_parse(const char *s, nc_synth_rng *out);
+
+/* "normcmp" or "numpy". */
+const char *nc_synth_rng_name(nc_synth_rng rng);
+
 /* The DyISRU paper's outlier-steps simulation: one base token of d values
- * drawn from N(0, sigma^2) (stream 0 of seed; paper: d = 100, sigma = 2),
- * rounded to float; token k - 1 (k = 1 .. steps) is that token with its
- * largest entry (the first, on a tie) raised by step * k, in float:
- * x[(k-1) d + c] = base[c] + (float)(step * k) (paper: step 5, steps 9).
- * Writes x[steps * d] (caller-owned) and *channel = c. Returns 0, or
- * NC_EINVAL naming the argument for d < 1, steps < 1, or step or sigma
- * outside (0, 1e6] (NC_ERANGE if steps * d floats overflow size_t). */
+ * drawn from N(0, sigma^2) (paper: d = 100, sigma = 2) by the generator
+ * rng: stream 0 of seed (NC_SYNTH_RNG_NORMCMP), or NumPy's legacy
+ * generator seeded with seed, sigma * gauss per value, which is exactly
+ * np.random.seed(seed); np.random.normal(0, sigma, d) (NC_SYNTH_RNG_NUMPY,
+ * the paper's; seed must be < 2^32 then), rounded to float; token k - 1
+ * (k = 1 .. steps) is that token with its largest entry (the first, on a
+ * tie) raised by step * k, in float: x[(k-1) d + c] = base[c] +
+ * (float)(step * k) (paper: step 5, steps 9). Writes x[steps * d]
+ * (caller-owned) and *channel = c. Returns 0, or NC_EINVAL naming the
+ * argument for d < 1, steps < 1, step or sigma outside (0, 1e6], or a NumPy
+ * seed >= 2^32 (NC_ERANGE if steps * d floats overflow size_t). */
 int nc_synth_outlier_steps(uint64_t seed, size_t d, int steps, double step, double sigma,
-                           float *x, size_t *channel, nc_err *err);
+                           nc_synth_rng rng, float *x, size_t *channel, nc_err *err);
 
 #endif

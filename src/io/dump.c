@@ -17,9 +17,10 @@
 
 #include "io/npy.h"
 #include "io/safetensors.h"
+#include "io/shards.h"
 #include "util/sha256.h"
 
-enum kind { KIND_NPY, KIND_SAFETENSORS, KIND_MEMORY };
+enum kind { KIND_NPY, KIND_SAFETENSORS, KIND_MEMORY, KIND_SHARDS };
 
 /* Live mappings, for nc_dump_fault_path (a signal handler cannot take a
  * lock or follow the dumps' lists). Written before being marked used. */
@@ -70,6 +71,11 @@ struct nc_dump {
     nc_tensor **mem;    /* in-memory tensors (each allocated once, so views stay
                          * valid as more are added), with owned names and data */
     size_t nmem;
+    nc_dump **parts;    /* shards (a sharded dump), each a safetensors dump */
+    size_t nparts;
+    const nc_tensor **all; /* every shard's tensors, shard by shard */
+    size_t *owner;      /* the shard of all[k] */
+    size_t nall;
     bool have_sha;
     char sha[65];
 };
@@ -99,7 +105,33 @@ static char *npy_name_of(const char *path)
     return s;
 }
 
+static int open_shards(const char *spec, nc_dump **out, nc_err *err);
+
+/* Whether the mapped bytes start like JSON text (an index), not a
+ * safetensors file (whose 8-byte length would be far beyond the file). */
+static bool looks_like_json(const unsigned char *m, size_t len)
+{
+    size_t k = 0;
+    while (k < len && (m[k] == ' ' || m[k] == '\t' || m[k] == '\n' || m[k] == '\r'))
+        k++;
+    return k < len && m[k] == '{';
+}
+
+static int open_file(const char *path, bool shards_ok, nc_dump **out, nc_err *err);
+
 int nc_dump_open(const char *path, nc_dump **out, nc_err *err)
+{
+    *out = NULL;
+    struct stat pst;
+    int se = stat(path, &pst) == 0 ? 0 : errno;
+    if ((se == 0 && S_ISDIR(pst.st_mode)) || (se == ENOENT && nc_glob_is_pattern(path)) ||
+        (se == 0 && S_ISREG(pst.st_mode) && nc_index_named(path)))
+        return open_shards(path, out, err);
+    return open_file(path, true, out, err);
+}
+
+/* One file, told by its magic; an index (JSON) only if shards_ok. */
+static int open_file(const char *path, bool shards_ok, nc_dump **out, nc_err *err)
 {
     *out = NULL;
     int rc = 0;
@@ -166,6 +198,12 @@ int nc_dump_open(const char *path, nc_dump **out, nc_err *err)
     } else if (dump->len >= 9 && dump->map[8] == '{') {
         dump->kind = KIND_SAFETENSORS;
         rc = nc_st_parse(dump->map, dump->len, path, &dump->st, err);
+    } else if (shards_ok && looks_like_json(dump->map, dump->len)) {
+        /* an index under another name: open its shards instead */
+        close(fd);
+        fd = -1;
+        nc_dump_close(dump);
+        return open_shards(path, out, err);
     } else {
         rc = nc_err_set(err, NC_EFORMAT,
                         "%s: unknown format: expected a .npy file (magic \\x93NUMPY) or a "
@@ -174,6 +212,102 @@ int nc_dump_open(const char *path, nc_dump **out, nc_err *err)
 out:
     if (fd >= 0)
         close(fd);
+    if (rc) {
+        nc_dump_close(dump);
+        return rc;
+    }
+    *out = dump;
+    return 0;
+}
+
+typedef struct {
+    const char *name;
+    size_t k;
+} named;
+
+static int cmp_named(const void *a, const void *b)
+{
+    const named *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->k > y->k) - (x->k < y->k);
+}
+
+/* Every tensor name once across the shards. */
+static int shards_unique(const nc_dump *dump, nc_err *err)
+{
+    named *v = malloc((dump->nall ? dump->nall : 1) * sizeof *v);
+    if (!v)
+        return nc_err_set(err, NC_ENOMEM, "%s: out of memory", dump->path);
+    for (size_t k = 0; k < dump->nall; k++)
+        v[k] = (named){dump->all[k]->name, k};
+    qsort(v, dump->nall, sizeof *v, cmp_named);
+    int rc = 0;
+    for (size_t k = 1; k < dump->nall && !rc; k++)
+        if (strcmp(v[k - 1].name, v[k].name) == 0)
+            rc = nc_err_set(err, NC_EFORMAT, "%s: tensor '%s' is in both %s and %s (expected "
+                            "each tensor in one shard)", dump->path, v[k].name,
+                            dump->parts[dump->owner[v[k - 1].k]]->path,
+                            dump->parts[dump->owner[v[k].k]]->path);
+    free(v);
+    return rc;
+}
+
+/* Opens the shards files[] of spec (read by nc_shards_resolve) into dump. */
+static int shards_fill(nc_dump *dump, char **files, size_t nfiles, const nc_index *ix,
+                       nc_err *err)
+{
+    int rc = 0;
+    size_t total = 0;
+    for (size_t k = 0; k < nfiles && !rc; k++) {
+        nc_dump *p;
+        if ((rc = open_file(files[k], false, &p, err)))
+            break;
+        dump->parts[dump->nparts++] = p;
+        if (p->kind != KIND_SAFETENSORS)
+            rc = nc_err_set(err, NC_EFORMAT, "%s: shard %s is a .npy file (expected safetensors "
+                            "shards)", dump->path, files[k]);
+        total += nc_dump_count(p);
+    }
+    if (!rc && (!(dump->all = malloc((total ? total : 1) * sizeof *dump->all)) ||
+                !(dump->owner = malloc((total ? total : 1) * sizeof *dump->owner))))
+        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory", dump->path);
+    for (size_t k = 0; !rc && k < dump->nparts; k++)
+        for (size_t i = 0, n = nc_dump_count(dump->parts[k]); i < n; i++) {
+            dump->all[dump->nall] = nc_dump_tensor(dump->parts[k], i);
+            dump->owner[dump->nall++] = k;
+        }
+    if (!rc)
+        rc = shards_unique(dump, err);
+    /* the index names each tensor's shard: hold it to that */
+    for (size_t k = 0; !rc && ix && k < ix->n; k++)
+        if (!nc_st_find(dump->parts[ix->shard[k]]->st, ix->tensor[k]))
+            rc = nc_err_set(err, NC_EFORMAT, "%s: weight_map.\"%s\": no such tensor in %s "
+                            "(expected the shard that holds it)", dump->path, ix->tensor[k],
+                            files[ix->shard[k]]);
+    return rc;
+}
+
+static int open_shards(const char *spec, nc_dump **out, nc_err *err)
+{
+    *out = NULL;
+    char **files;
+    size_t nfiles;
+    nc_index *ix;
+    int rc = nc_shards_resolve(spec, &files, &nfiles, &ix, err);
+    if (rc)
+        return rc;
+    nc_dump *dump = calloc(1, sizeof *dump);
+    if (!dump || !(dump->path = strdup(spec)) ||
+        !(dump->parts = calloc(nfiles, sizeof *dump->parts)))
+        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory", spec);
+    else {
+        dump->kind = KIND_SHARDS;
+        rc = shards_fill(dump, files, nfiles, ix, err);
+    }
+    for (size_t k = 0; k < nfiles; k++)
+        free(files[k]);
+    free(files);
+    nc_index_free(ix);
     if (rc) {
         nc_dump_close(dump);
         return rc;
@@ -242,6 +376,11 @@ void nc_dump_close(nc_dump *dump)
         free(dump->mem[i]);
     }
     free(dump->mem);
+    for (size_t k = 0; k < dump->nparts; k++)
+        nc_dump_close(dump->parts[k]);
+    free(dump->parts);
+    free(dump->all);
+    free(dump->owner);
     free(dump->path);
     free(dump);
 }
@@ -255,14 +394,18 @@ const char *nc_dump_format(const nc_dump *dump)
 {
     switch (dump->kind) {
     case KIND_NPY: return "npy";
-    case KIND_SAFETENSORS: return "safetensors";
+    case KIND_SAFETENSORS:
+    case KIND_SHARDS: return "safetensors";
     default: return "memory";
     }
 }
 
 uint64_t nc_dump_bytes(const nc_dump *dump)
 {
-    return dump->len;
+    uint64_t n = dump->len;
+    for (size_t k = 0; k < dump->nparts; k++)
+        n += nc_dump_bytes(dump->parts[k]);
+    return n;
 }
 
 size_t nc_dump_count(const nc_dump *dump)
@@ -270,6 +413,7 @@ size_t nc_dump_count(const nc_dump *dump)
     switch (dump->kind) {
     case KIND_NPY: return 1;
     case KIND_SAFETENSORS: return nc_st_count(dump->st);
+    case KIND_SHARDS: return dump->nall;
     default: return dump->nmem;
     }
 }
@@ -281,6 +425,7 @@ const nc_tensor *nc_dump_tensor(const nc_dump *dump, size_t i)
     switch (dump->kind) {
     case KIND_NPY: return &dump->npy;
     case KIND_SAFETENSORS: return nc_st_tensor(dump->st, i);
+    case KIND_SHARDS: return dump->all[i];
     default: return dump->mem[i];
     }
 }
@@ -293,6 +438,33 @@ const nc_tensor *nc_dump_find(const nc_dump *dump, const char *name)
             return t;
     }
     return NULL;
+}
+
+const char *nc_dump_meta(const nc_dump *dump, const char *key)
+{
+    if (dump->kind == KIND_SHARDS) {
+        for (size_t k = 0; k < dump->nparts; k++) {
+            const char *v = nc_dump_meta(dump->parts[k], key);
+            if (v)
+                return v;
+        }
+        return NULL;
+    }
+    return dump->kind == KIND_SAFETENSORS ? nc_st_meta(dump->st, key) : NULL;
+}
+
+nc_dump *nc_dump_part(nc_dump *dump, const nc_tensor *t)
+{
+    if (dump->kind == KIND_SHARDS)
+        for (size_t k = 0; k < dump->nall; k++)
+            if (dump->all[k] == t)
+                return dump->parts[dump->owner[k]];
+    return dump;
+}
+
+size_t nc_dump_nparts(const nc_dump *dump)
+{
+    return dump->kind == KIND_SHARDS ? dump->nparts : 1;
 }
 
 bool nc_glob_is_pattern(const char *pattern)
@@ -313,6 +485,9 @@ void nc_dump_sha256(nc_dump *dump, char hex[65])
         if (dump->kind == KIND_MEMORY)
             for (size_t i = 0; i < dump->nmem; i++)
                 nc_sha256_update(&c, dump->mem[i]->data, dump->mem[i]->nbytes);
+        else if (dump->kind == KIND_SHARDS)
+            for (size_t k = 0; k < dump->nparts; k++)
+                nc_sha256_update(&c, dump->parts[k]->map, dump->parts[k]->len);
         else
             nc_sha256_update(&c, dump->map, dump->len);
         unsigned char h[32];

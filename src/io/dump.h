@@ -7,6 +7,12 @@
  * Files are mapped read-only and never copied; tensor views point into the
  * mapping and live until nc_dump_close. A .npy holds one tensor, named after
  * the file without its folder and ".npy" (ln00_input.npy -> "ln00_input").
+ *
+ * A sharded dump (io/shards.h) opens as one dump too: a folder, an index
+ * (*.safetensors.index.json, or any file that starts with '{') or a glob
+ * pattern that names no file. Its tensors are the shards' tensors, shard by
+ * shard in the order of the shards' names, each name in one shard only;
+ * nc_dump_part gives the shard a tensor is in.
  */
 #ifndef NC_DUMP_H
 #define NC_DUMP_H
@@ -20,8 +26,10 @@
 
 typedef struct nc_dump nc_dump;
 
-/* Opens and validates path. Errors: a missing or unreadable file, an empty
- * file, an unknown format (NC_EINVAL/NC_EFORMAT), and every parser error. */
+/* Opens and validates path: a file, or a sharded dump's folder, index or
+ * glob. Errors: a missing or unreadable file, an empty file, an unknown
+ * format (NC_EINVAL/NC_EFORMAT), every parser error; for shards also a bad
+ * index, a tensor in two shards, or an index entry its shard does not hold. */
 int nc_dump_open(const char *path, nc_dump **out, nc_err *err);
 
 /* An empty in-memory dump called name (shown as its path), for generated
@@ -37,13 +45,26 @@ int nc_dump_mem_add(nc_dump *dump, const char *name, nc_dtype dt, int rank,
 void nc_dump_close(nc_dump *dump);
 
 const char *nc_dump_path(const nc_dump *dump);
-const char *nc_dump_format(const nc_dump *dump); /* "npy", "safetensors" or "memory" */
-uint64_t nc_dump_bytes(const nc_dump *dump);     /* file size (0 in memory) */
+const char *nc_dump_format(const nc_dump *dump); /* "npy", "safetensors" (sharded too) or "memory" */
+uint64_t nc_dump_bytes(const nc_dump *dump);     /* file size, all shards' (0 in memory) */
 size_t nc_dump_count(const nc_dump *dump);
 const nc_tensor *nc_dump_tensor(const nc_dump *dump, size_t i);
 
 /* The tensor called name, or NULL. */
 const nc_tensor *nc_dump_find(const nc_dump *dump, const char *name);
+
+/* The safetensors __metadata__ value for key, or NULL (a .npy or an
+ * in-memory dump has none). Borrowed: valid until nc_dump_close. Use this,
+ * not the file's parser, so that a dump of several files (a folder, an index
+ * or a glob of shards) answers too: there the first shard holding key does. */
+const char *nc_dump_meta(const nc_dump *dump, const char *key);
+
+/* The file dump holding t (one of dump's tensors): its shard for a sharded
+ * dump, else dump itself. */
+nc_dump *nc_dump_part(nc_dump *dump, const nc_tensor *t);
+
+/* The number of files behind dump: its shards, or 1. */
+size_t nc_dump_nparts(const nc_dump *dump);
 
 /* True if pattern has glob characters (* ? [). */
 bool nc_glob_is_pattern(const char *pattern);

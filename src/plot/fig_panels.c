@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/plan.h"
+#include "plan/plan.h"
 #include "plot/figure.h"
 
 #define CURVE_POINTS 600 /* samples of a fitted curve across the panel */

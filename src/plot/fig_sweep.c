@@ -14,7 +14,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "analysis/plan.h"
+#include "plan/plan.h"
 #include "analysis/sweep.h"
 #include "plot/figure.h"
 #include "plot/figures_internal.h"

@@ -62,6 +62,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/figspec.h"
 #include "plot/density.h"
 #include "util/err.h"
 #include "util/sink.h"
@@ -128,25 +129,7 @@ typedef struct nc_hline {
     const char *label; /* legend entry, or NULL */
 } nc_hline;
 
-/* Where the legend goes, inside the frame. AUTO picks, among the nine
- * Matplotlib positions, the one covering the least ink (curves, markers,
- * lines and the density cloud), preferring the earlier in the order
- * upper right, upper left, lower left, lower right, right, center left,
- * center right, lower center, upper center, center. */
-typedef enum nc_legend_pos {
-    NC_LEGEND_AUTO = 0,
-    NC_LEGEND_UPPER_RIGHT,
-    NC_LEGEND_UPPER_LEFT,
-    NC_LEGEND_LOWER_LEFT,
-    NC_LEGEND_LOWER_RIGHT,
-    NC_LEGEND_RIGHT,
-    NC_LEGEND_CENTER_LEFT,
-    NC_LEGEND_CENTER_RIGHT,
-    NC_LEGEND_LOWER_CENTER,
-    NC_LEGEND_UPPER_CENTER,
-    NC_LEGEND_CENTER,
-    NC_LEGEND_NONE, /* no legend even when entries have labels */
-} nc_legend_pos;
+/* Where the legend goes: an nc_legend_pos (config/figspec.h). */
 
 /* One panel. Every pointer is borrowed and may be NULL (with its count 0).
  * The legend lists, in this order, the density (density_label), the

@@ -32,59 +32,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "analysis/surrogate.h"
+#include "config/figspec.h"
 #include "util/err.h"
 
-typedef enum nc_fig_kind {
-    NC_FIG_SCATTER,
-    NC_FIG_SCATTER_GRID,
-    NC_FIG_BY_TOKEN,
-    NC_FIG_BY_CHANNEL,
-    NC_FIG_JACOBIAN,
-    NC_FIG_ALPHA_STD,
-    NC_FIG_TANH_FAMILY,
-    NC_FIG_OUTLIER_STEPS,
-    NC_FIG_COUNT
-} nc_fig_kind;
-
-/* "scatter", "scatter-grid", ... */
-const char *nc_fig_kind_name(nc_fig_kind kind);
-bool nc_fig_kind_parse(const char *s, nc_fig_kind *kind);
-
-/* Output formats, as bits of nc_fig_spec.formats. */
-enum { NC_FIGFMT_PNG = 1, NC_FIGFMT_PDF = 2, NC_FIGFMT_SVG = 4 };
-
-/* Parses a legend position: "auto", "none", "upper left", "upper right",
- * "lower left", "lower right", "right", "center left", "center right",
- * "lower center", "upper center", "center". */
-bool nc_fig_legend_parse(const char *s, int *pos);
-
-/* Parses "png,pdf,svg" (any non-empty subset) into *formats. */
-bool nc_fig_formats_parse(const char *s, unsigned *formats);
-
-#define NC_FIG_MAX_ALPHAS 8
-
-typedef struct nc_fig_spec {
-    nc_fig_kind kind;
-    char **layers;           /* layer names or globs (owned); none: every layer */
-    size_t nlayers;
-    unsigned formats;        /* NC_FIGFMT_* bits; 0: PNG */
-    double width_in, height_in, dpi; /* 0: the kind's default */
-    bool curves[NC_FIT_COUNT]; /* fits drawn (scatter, jacobian); none set: linear, dyt,
-                                  dyisru and, on jacobian, the theory curves */
-    size_t tokens;           /* by-token: tokens drawn (0: 8) */
-    size_t channels;         /* by-channel: channels highlighted (0: 4) */
-    double alphas[NC_FIG_MAX_ALPHAS]; /* tanh-family (none: 0.5, 1, 2) */
-    size_t nalphas;
-    int cols;                /* scatter-grid: panels per row (0: up to 3) */
-    int legend;              /* an nc_legend_pos of plot/figure.h (0: placed automatically) */
-    char *name;              /* file name stem (owned; NULL: from the kind and layer) */
-} nc_fig_spec;
-
-/* Releases what a spec owns (not the spec itself). */
-void nc_fig_spec_clear(nc_fig_spec *spec);
-
-struct nc_plan;   /* analysis/plan.h */
+struct nc_plan;   /* plan/plan.h */
 struct nc_outset; /* util/outfile.h */
 
 /* Renders every figure of specs[n] for a finished plan, adding the files

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "analysis/plan.h"
+#include "plan/plan.h"
 #include "plot/figure.h"
 #include "plot/figures.h"
 #include "util/err.h"

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
+
 struct nc_progress {
     pthread_mutex_t lock;
     char label[48];
@@ -18,13 +20,6 @@ struct nc_progress {
     double t0, last_draw;
     bool drawn;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 nc_progress *nc_progress_alloc(bool enabled)
 {
@@ -65,7 +60,7 @@ void nc_progress_begin(nc_progress *p, const char *label, const char *stage, uin
     snprintf(p->stage, sizeof p->stage, "%s", stage ? stage : "");
     p->total = total;
     p->done = 0;
-    p->t0 = now_s();
+    p->t0 = nc_now_s();
     draw(p, p->t0);
     pthread_mutex_unlock(&p->lock);
 }
@@ -76,7 +71,7 @@ void nc_progress_add(nc_progress *p, uint64_t done)
         return;
     pthread_mutex_lock(&p->lock);
     p->done += done;
-    double t = now_s();
+    double t = nc_now_s();
     if (t - p->last_draw >= 0.1)
         draw(p, t);
     pthread_mutex_unlock(&p->lock);

@@ -22,7 +22,7 @@
 
 #include "analysis/jacobian.h"
 #include "analysis/layer.h"
-#include "analysis/plan.h"
+#include "plan/plan.h"
 #include "io/dump.h"
 #include "plot/figures.h"
 #include "config/config.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis/plan.h"
+#include "plan/plan.h"
 #include "check.h"
 #include "io/png.h"
 #include "plot/figure.h"

@@ -397,6 +397,8 @@ out:
     free(s);
 }
 
+#define NORMCMP NC_SYNTH_RNG_NORMCMP
+
 /* ---- outlier steps --------------------------------------------------------------- */
 
 static void test_outlier_steps(void)
@@ -405,7 +407,7 @@ static void test_outlier_steps(void)
     float x[STEPS * D];
     size_t c = SIZE_MAX;
     nc_err err = {0};
-    CHECK_INT(0, nc_synth_outlier_steps(2385, D, STEPS, 5.0, 2.0, x, &c, &err));
+    CHECK_INT(0, nc_synth_outlier_steps(2385, D, STEPS, 5.0, 2.0, NORMCMP, x, &c, &err));
     CHECK(c < D);
 
     /* the base token as documented: stream 0 of the seed, sigma * normal,
@@ -463,20 +465,38 @@ static void test_outlier_steps(void)
     CHECK(bounded);
 
     /* rejected arguments */
-    CHECK_INT(NC_EINVAL, nc_synth_outlier_steps(1, 0, 9, 5.0, 2.0, x, &c, &err));
+    CHECK_INT(NC_EINVAL, nc_synth_outlier_steps(1, 0, 9, 5.0, 2.0, NORMCMP, x, &c, &err));
     CHECK_STR("outlier steps: d = 0: expected at least 1 channel", err.msg);
     nc_err_clear(&err);
-    CHECK_INT(NC_EINVAL, nc_synth_outlier_steps(1, D, 0, 5.0, 2.0, x, &c, &err));
+    CHECK_INT(NC_EINVAL, nc_synth_outlier_steps(1, D, 0, 5.0, 2.0, NORMCMP, x, &c, &err));
     CHECK_STR("outlier steps: steps = 0: expected at least 1", err.msg);
     nc_err_clear(&err);
-    CHECK_INT(NC_EINVAL, nc_synth_outlier_steps(1, D, 9, NAN, 2.0, x, &c, &err));
+    CHECK_INT(NC_EINVAL, nc_synth_outlier_steps(1, D, 9, NAN, 2.0, NORMCMP, x, &c, &err));
     CHECK_STR("outlier steps: step = nan: expected a value in (0, 1e+06]", err.msg);
     nc_err_clear(&err);
-    CHECK_INT(NC_EINVAL, nc_synth_outlier_steps(1, D, 9, 5.0, -2.0, x, &c, &err));
+    CHECK_INT(NC_EINVAL, nc_synth_outlier_steps(1, D, 9, 5.0, -2.0, NORMCMP, x, &c, &err));
     CHECK_STR("outlier steps: sigma = -2: expected a value in (0, 1e+06]", err.msg);
     nc_err_clear(&err);
-    CHECK_INT(NC_ERANGE, nc_synth_outlier_steps(1, SIZE_MAX / 4, 9, 5.0, 2.0, x, &c, &err));
+    CHECK_INT(NC_ERANGE, nc_synth_outlier_steps(1, SIZE_MAX / 4, 9, 5.0, 2.0, NORMCMP, x, &c, &err));
     CHECK_CONTAINS(err.msg, "overflow size_t");
+    nc_err_clear(&err);
+    CHECK_INT(NC_EINVAL, nc_synth_outlier_steps(4294967296u, D, 9, 5.0, 2.0, NC_SYNTH_RNG_NUMPY,
+                                                x, &c, &err));
+    CHECK_CONTAINS(err.msg, "seed = 4294967296: expected 0 .. 4294967295");
+
+    /* the numpy generator: np.random.seed(1); np.random.normal(0, 2, 100)
+     * starts 3.2486907273264834 = 0x1.9fd5190657c50p+1, -1.2235128273657 ...,
+     * and its largest value is entry 68 (NumPy 1.24: np.argmax) */
+    nc_err_clear(&err);
+    CHECK_INT(0, nc_synth_outlier_steps(1, D, STEPS, 5.0, 2.0, NC_SYNTH_RNG_NUMPY, x, &c, &err));
+    CHECK((float)0x1.9fd5190657c50p+1 == x[0]);
+    CHECK((float)-0x1.393822fb7d9adp+0 == x[1]);
+    CHECK_INT(68, c);
+    nc_synth_rng rng;
+    CHECK(nc_synth_rng_parse("numpy", &rng) && rng == NC_SYNTH_RNG_NUMPY);
+    CHECK(nc_synth_rng_parse("normcmp", &rng) && rng == NC_SYNTH_RNG_NORMCMP);
+    CHECK(!nc_synth_rng_parse("NumPy", &rng));
+    CHECK_STR("numpy", nc_synth_rng_name(NC_SYNTH_RNG_NUMPY));
 }
 
 int main(void)

@@ -1,7 +1,7 @@
 /*
  * plan.c - resolving a config into layers and running them (plan.h).
  */
-#include "analysis/plan.h"
+#include "plan/plan.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,6 +46,8 @@ static int get_dump(nc_plan *plan, const char *path, nc_dump **out, nc_err *err)
 static int add_input(nc_plan *plan, nc_dump *dump, const nc_tensor *t, const char *role,
                      size_t layer, nc_err *err)
 {
+    /* a sharded dump's tensor is read from (and reported as) its shard */
+    dump = nc_dump_part(dump, t);
     /* every tensor a layer reads must be a float tensor with at least one axis */
     if (!nc_dtype_is_float(t->dtype))
         return nc_err_set(err, NC_EUNSUPPORTED, "%s: tensor '%s': dtype %s is not supported as "
@@ -70,6 +72,9 @@ static int add_input(nc_plan *plan, nc_dump *dump, const nc_tensor *t, const cha
                               per_token ? "the same tokens and channels" : "d values", b);
         }
     }
+    /* a layer of another shard is checked, not listed: its shard lists it */
+    if (layer < plan->nlayers && !plan->layers[layer].in_shard)
+        return 0;
     nc_plan_input *g = realloc(plan->inputs, (plan->ninputs + 1) * sizeof *g);
     if (!g)
         return nc_err_set(err, NC_ENOMEM, "out of memory");
@@ -94,8 +99,14 @@ static int add_layer(nc_plan *plan, const nc_config_layer *cl, const char *name,
     l->norm = nc_config_layer_norm(plan->cfg, cl);
     l->eps = nc_config_layer_eps(plan->cfg, cl);
     l->x = x;
+    l->in_shard = nc_plan_in_shard(plan->cfg, plan->nlayers - 1);
     *out = l;
     return 0;
+}
+
+bool nc_plan_in_shard(const nc_config *cfg, size_t index)
+{
+    return cfg->shard_count == 0 || index % cfg->shard_count == cfg->shard_index - 1;
 }
 
 static bool file_exists(const char *path)
@@ -281,6 +292,11 @@ static int open_synth_layer(nc_plan *plan, const nc_config_layer *cl, nc_err *er
     /* for "outlier-steps", tokens is the number of steps k = 1..N (paper: 9)
      * and dim the token length (paper: 100) */
     size_t N = sp->N, d = sp->d;
+    if (!nc_plan_in_shard(plan->cfg, plan->nlayers)) {
+        /* another shard's layer: named (for the uniqueness check), not generated */
+        nc_plan_layer *l;
+        return add_layer(plan, cl, cl->label ? cl->label : cl->synth_preset, NULL, &l, err);
+    }
     nc_dump *dump;
     char label[128];
     snprintf(label, sizeof label, "synth:%s", cl->synth_preset);
@@ -294,7 +310,8 @@ static int open_synth_layer(nc_plan *plan, const nc_config_layer *cl, nc_err *er
         return nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu x %zu", label, N, d);
     if (cl->outlier_steps) {
         size_t channel;
-        rc = nc_synth_outlier_steps(sp->seed, d, (int)N, 5.0, 2.0, x, &channel, err);
+        rc = nc_synth_outlier_steps(sp->seed, d, (int)N, 5.0, 2.0, cl->synth_rng, x, &channel,
+                                    err);
     } else {
         rc = nc_synth_fill(sp, x, plan->cfg->threads, err);
     }
@@ -419,64 +436,124 @@ static int run_sweeps(const nc_config *cfg, nc_plan_layer *l, nc_err *err)
     return 0;
 }
 
-int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err)
+/* The layer's spec from the plan and the config. */
+static void layer_spec(const nc_plan *plan, const nc_plan_layer *l, nc_progress *progress,
+                       nc_layer_spec *spec)
 {
     const nc_config *cfg = plan->cfg;
-    for (size_t k = 0; k < plan->nlayers; k++) {
-        nc_plan_layer *l = &plan->layers[k];
-        nc_layer_spec spec;
-        nc_layer_spec_defaults(&spec);
-        spec.name = l->name;
-        spec.norm = l->norm;
-        spec.eps = l->eps;
-        spec.x = l->x;
-        spec.y_real = l->comp[NC_COMP_OUTPUT];
-        spec.weight = l->comp[NC_COMP_WEIGHT];
-        spec.bias = l->comp[NC_COMP_BIAS];
-        memcpy(spec.fit, cfg->fit, sizeof spec.fit);
-        spec.amp_dyt = cfg->amp_dyt;
-        spec.amp_dyisru = cfg->amp_dyisru;
-        spec.amp_derf = cfg->amp_derf;
-        spec.sample_tokens = cfg->sample_tokens;
-        spec.seed = cfg->seed;
-        spec.max_bins = cfg->max_bins;
-        spec.max_exact_points = cfg->max_exact_points;
-        spec.threads = cfg->threads;
-        spec.progress = progress;
-        int rc = nc_layer_analyze(&spec, &l->result, err);
-        if (rc)
+    nc_layer_spec_defaults(spec);
+    spec->name = l->name;
+    spec->norm = l->norm;
+    spec->eps = l->eps;
+    spec->x = l->x;
+    spec->y_real = l->comp[NC_COMP_OUTPUT];
+    spec->weight = l->comp[NC_COMP_WEIGHT];
+    spec->bias = l->comp[NC_COMP_BIAS];
+    memcpy(spec->fit, cfg->fit, sizeof spec->fit);
+    spec->amp_dyt = cfg->amp_dyt;
+    spec->amp_dyisru = cfg->amp_dyisru;
+    spec->amp_derf = cfg->amp_derf;
+    spec->sample_tokens = cfg->sample_tokens;
+    spec->seed = cfg->seed;
+    spec->max_bins = cfg->max_bins;
+    spec->max_exact_points = cfg->max_exact_points;
+    spec->threads = cfg->threads;
+    spec->progress = progress;
+}
+
+/* The diagonal-Jacobian comparison of an analysed layer. */
+static int run_jacobian(const nc_config *cfg, nc_plan_layer *l, nc_progress *progress,
+                        nc_err *err)
+{
+    nc_jac_opts jo;
+    nc_jac_opts_defaults(&jo);
+    jo.probes = cfg->jacobian.probes;
+    jo.dense_tokens = cfg->jacobian.dense_tokens;
+    jo.seed = cfg->jacobian.has_seed ? cfg->jacobian.seed : cfg->seed;
+    double *w = NULL;
+    const nc_tensor *wt = l->comp[NC_COMP_WEIGHT];
+    if (wt && l->comp[NC_COMP_GRAD]) {
+        /* the gradient at the norm's output is weight * grad_output */
+        if (!(w = malloc(wt->nelem * sizeof *w)))
+            return nc_err_set(err, NC_ENOMEM, "out of memory");
+        nc_tensor_elems(wt, 0, wt->nelem, w);
+    }
+    int rc = nc_jacobian_run(&l->result, l->x, l->comp[NC_COMP_GRAD], w, &jo, cfg->threads,
+                             progress, &l->jacobian, err);
+    free(w);
+    if (rc)
+        return rc;
+    l->has_jacobian = true;
+    return 0;
+}
+
+/* Everything for one layer: the analysis, then the Jacobian comparison,
+ * the sweeps and the outlier-steps experiment where asked for. */
+static int run_layer(nc_plan *plan, nc_plan_layer *l, nc_progress *progress, nc_err *err)
+{
+    const nc_config *cfg = plan->cfg;
+    nc_layer_spec spec;
+    layer_spec(plan, l, progress, &spec);
+    int rc = nc_layer_analyze(&spec, &l->result, err);
+    if (rc)
+        return rc;
+    l->done = true;
+    if (cfg->jacobian.enabled && l->result.points > 0 &&
+        (rc = run_jacobian(cfg, l, progress, err)))
+        return rc;
+    if (cfg->sweep.enabled && (rc = run_sweeps(cfg, l, err)))
+        return rc;
+    if (l->cfg->outlier_steps) {
+        if ((rc = nc_outlier_steps_run(l->x, l->norm, l->eps, &l->outlier_steps, err)))
             return rc;
-        l->done = true;
-        if (cfg->jacobian.enabled && l->result.points > 0) {
-            nc_jac_opts jo;
-            nc_jac_opts_defaults(&jo);
-            jo.probes = cfg->jacobian.probes;
-            jo.dense_tokens = cfg->jacobian.dense_tokens;
-            jo.seed = cfg->jacobian.has_seed ? cfg->jacobian.seed : cfg->seed;
-            double *w = NULL;
-            const nc_tensor *wt = l->comp[NC_COMP_WEIGHT];
-            if (wt && l->comp[NC_COMP_GRAD]) {
-                /* the gradient at the norm's output is weight * grad_output */
-                if (!(w = malloc(wt->nelem * sizeof *w)))
-                    return nc_err_set(err, NC_ENOMEM, "out of memory");
-                nc_tensor_elems(wt, 0, wt->nelem, w);
-            }
-            rc = nc_jacobian_run(&l->result, l->x, l->comp[NC_COMP_GRAD], w, &jo, cfg->threads,
-                                 progress, &l->jacobian, err);
-            free(w);
-            if (rc)
-                return rc;
-            l->has_jacobian = true;
-        }
-        if (cfg->sweep.enabled && (rc = run_sweeps(cfg, l, err)))
+        l->has_outlier_steps = true;
+        const nc_config_layer *cl = l->cfg;
+        if (cl->synth && cl->synth_draws > 0 &&
+            (rc = nc_outlier_steps_spread(cl->synth_params.d, (int)cl->synth_params.N,
+                                          cl->synth_rng, cl->synth_params.seed,
+                                          cl->synth_draws, l->norm, l->eps,
+                                          &l->outlier_steps, err)))
             return rc;
-        if (l->cfg->outlier_steps) {
-            if ((rc = nc_outlier_steps_run(l->x, l->norm, l->eps, &l->outlier_steps, err)))
-                return rc;
-            l->has_outlier_steps = true;
-        }
     }
     return 0;
+}
+
+/* The run-level block over the analysed layers, when there are two or
+ * more (run_summary.h). Not for a shard (run --shard): `normcmp merge`
+ * computes it over all shards' layers with the same function. */
+static int run_summary(nc_plan *plan, nc_err *err)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < plan->nlayers; k++)
+        n += plan->layers[k].done;
+    if (n < 2)
+        return 0;
+    if (!(plan->summaries = calloc(n, sizeof *plan->summaries)))
+        return nc_err_set(err, NC_ENOMEM, "out of memory for the run summary");
+    for (size_t k = 0, j = 0; k < plan->nlayers; k++) {
+        const nc_plan_layer *l = &plan->layers[k];
+        if (l->done)
+            nc_layer_summary_from_result(&l->result, l->has_jacobian ? &l->jacobian : NULL,
+                                         &plan->summaries[j++]);
+    }
+    int rc = nc_run_summary_compute(plan->summaries, n, &plan->run, err);
+    if (rc)
+        return rc;
+    plan->has_run = true;
+    return 0;
+}
+
+int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err)
+{
+    for (size_t k = 0; k < plan->nlayers; k++) {
+        if (!plan->layers[k].in_shard)
+            continue; /* another shard's (run --shard) */
+        int rc = run_layer(plan, &plan->layers[k], progress, err);
+        if (rc)
+            return rc;
+    }
+    /* a shard's block would cover only its layers: merge writes the run's */
+    return plan->cfg->shard_count ? 0 : run_summary(plan, err);
 }
 
 void nc_plan_close(nc_plan *plan)
@@ -495,6 +572,8 @@ void nc_plan_close(nc_plan *plan)
     }
     free(plan->layers);
     free(plan->inputs);
+    free(plan->summaries);
+    nc_run_summary_free(&plan->run);
     for (size_t k = 0; k < plan->ndumps; k++)
         nc_dump_close(plan->dumps[k]);
     free(plan->dumps);

@@ -22,6 +22,7 @@
 #include "analysis/layer.h"
 #include "analysis/jacobian.h"
 #include "analysis/outlier.h"
+#include "analysis/run_summary.h"
 #include "analysis/sweep.h"
 #include "io/dump.h"
 #include "config/config.h"
@@ -51,6 +52,7 @@ typedef struct nc_plan_layer {
     bool has_sweep[2];             /* indexed by nc_sweep_param */
     nc_sweep_result sweep[2];
     bool done;
+    bool in_shard;          /* analysed by this run (always, unless --shard) */
 } nc_plan_layer;
 
 typedef struct nc_plan {
@@ -61,12 +63,21 @@ typedef struct nc_plan {
     size_t nlayers;
     nc_plan_input *inputs;
     size_t ninputs;
+    /* the run-level block (two or more analysed layers; nc_plan_run) */
+    bool has_run;
+    nc_layer_summary *summaries; /* [layers done], in layer order; names borrowed */
+    nc_run_summary run;
 } nc_plan;
 
 /* Resolves cfg (which must outlive the plan). */
 int nc_plan_open(const nc_config *cfg, nc_plan **out, nc_err *err);
 
-/* Analyses every layer; progress may be NULL. */
+/* Whether plan layer `index` (plan order) belongs to the config's shard:
+ * always when cfg->shard_count is 0, else index % count == shard_index - 1. */
+bool nc_plan_in_shard(const nc_config *cfg, size_t index);
+
+/* Analyses every layer of the shard (plan.h nc_plan_in_shard); progress may
+ * be NULL. */
 int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err);
 
 /* Frees the plan, its results and its dumps. Accepts NULL. */

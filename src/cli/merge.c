@@ -1,0 +1,589 @@
+/*
+ * merge.c - `normcmp merge OUT SHARD_DIR...`: one report from the folders
+ * of `normcmp run CONFIG --shard K/N` (docs/whole_models.md).
+ *
+ * The shards must come from one config (the "shard" blocks' config_sha256,
+ * layer lists and counts agree) and cover every shard index exactly once;
+ * anything else is refused with one line and exit 2, before OUT is touched.
+ * The merged report takes each layer's block verbatim from the shard that
+ * analysed it, in plan order, so every per-layer number equals an unsharded
+ * run's; the run-level figures that need only per-layer numbers (alpha-std,
+ * tanh-family) are drawn here from those numbers, the shards' per-layer
+ * figures are copied, and index.html is written beside report.json.
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "plan/plan.h"
+#include "plot/figures.h"
+#include "report/html.h"
+#include "report/shard.h"
+#include "util/outfile.h"
+
+#define MERGE_MAX_FILES 65536
+
+static const char merge_help[] =
+    "usage: normcmp merge OUT SHARD_DIR... [options]\n"
+    "Combines the output folders of 'normcmp run CONFIG --shard K/N' (K = 1..N) into\n"
+    "OUT: report.json with every layer in plan order (each layer's numbers as its\n"
+    "shard computed them, equal to an unsharded run), the shards' figures, the\n"
+    "run-level figures (alpha-std, tanh-family) and index.html. Refuses shards of\n"
+    "different configs, and missing or repeated shards (exit 2).\n"
+    "\n"
+    "  -q, --quiet                no messages on stderr\n"
+    "  -h, --help                 this help\n";
+
+typedef struct shard {
+    const char *dir;
+    cJSON *root;
+    const cJSON *block;     /* root.shard */
+    size_t index, count;
+    const char *sha;
+} shard;
+
+/* Reads a whole file (NUL-terminated) into *buf. */
+static int read_all(const char *path, char **buf, size_t *len, nc_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return nc_err_set_errno(err, NC_EINVAL, errno, "%s: cannot open", path);
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    for (size_t r; b && (r = fread(b + n, 1, cap - n - 1, f)) > 0;) {
+        n += r;
+        if (cap - n - 1 == 0) {
+            char *g = realloc(b, cap * 2);
+            if (!g) {
+                free(b);
+                b = NULL;
+            }
+            b = g;
+            cap *= 2;
+        }
+    }
+    int rc = 0;
+    if (!b)
+        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory", path);
+    else if (ferror(f))
+        rc = nc_err_set_errno(err, NC_EIO, errno, "%s: cannot read", path);
+    fclose(f);
+    if (rc) {
+        free(b);
+        return rc;
+    }
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+static const char *jstr(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double jnum(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static int load_shard(const char *dir, shard *s, nc_err *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    char *text;
+    size_t len;
+    nc_err first = {0}; /* err keeps its first message: say it our way */
+    int rc = read_all(path, &text, &len, &first);
+    if (rc)
+        return nc_err_set(err, NC_EINVAL, "merge: %s: cannot read (expected the output folder "
+                          "of 'normcmp run CONFIG --shard K/N')", path);
+    s->dir = dir;
+    s->root = cJSON_ParseWithLength(text, len);
+    free(text);
+    if (!s->root)
+        return nc_err_set(err, NC_EINVAL, "merge: %s: not valid JSON", path);
+    s->block = cJSON_GetObjectItemCaseSensitive(s->root, "shard");
+    const cJSON *config = cJSON_GetObjectItemCaseSensitive(s->root, "config");
+    if (!cJSON_IsObject(s->block) || !cJSON_IsObject(config))
+        return nc_err_set(err, NC_EINVAL, "merge: %s: shard: missing (expected the report of "
+                          "'normcmp run CONFIG --shard K/N')", path);
+    double k = jnum(s->block, "index"), n = jnum(s->block, "count");
+    s->sha = jstr(s->block, "config_sha256");
+    if (!(n >= 1 && k >= 1 && k <= n && k == floor(k) && n == floor(n)) || !s->sha ||
+        !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(s->block, "layers")))
+        return nc_err_set(err, NC_EINVAL, "merge: %s: shard: expected index, count, "
+                          "config_sha256 and layers", path);
+    s->index = (size_t)k;
+    s->count = (size_t)n;
+    char sha[65];
+    if (!nc_report_config_sha256(config, sha))
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    if (strcmp(sha, s->sha) != 0)
+        return nc_err_set(err, NC_EINVAL, "merge: %s: shard.config_sha256 does not match its "
+                          "config block (was the report edited?)", path);
+    return 0;
+}
+
+/* Same config, same layers, same count; every index once. */
+static int check_shards(const shard *s, size_t n, nc_err *err)
+{
+    const cJSON *layers0 = cJSON_GetObjectItemCaseSensitive(s[0].block, "layers");
+    for (size_t k = 1; k < n; k++) {
+        if (strcmp(s[k].sha, s[0].sha) != 0)
+            return nc_err_set(err, NC_EINVAL, "merge: %s and %s come from different configs "
+                              "(config_sha256 %.12s... and %.12s...)", s[0].dir, s[k].dir,
+                              s[0].sha, s[k].sha);
+        if (s[k].count != s[0].count)
+            return nc_err_set(err, NC_EINVAL, "merge: %s is shard %zu/%zu but %s is shard "
+                              "%zu/%zu (expected one N)", s[0].dir, s[0].index, s[0].count,
+                              s[k].dir, s[k].index, s[k].count);
+        if (!cJSON_Compare(layers0, cJSON_GetObjectItemCaseSensitive(s[k].block, "layers"), 1))
+            return nc_err_set(err, NC_EINVAL, "merge: %s and %s list different layers (one "
+                              "config on different inputs?)", s[0].dir, s[k].dir);
+        for (size_t j = 0; j < k; j++)
+            if (s[j].index == s[k].index)
+                return nc_err_set(err, NC_EINVAL, "merge: %s and %s are both shard %zu/%zu "
+                                  "(overlapping shards)", s[j].dir, s[k].dir, s[k].index,
+                                  s[k].count);
+    }
+    if (n != s[0].count) {
+        size_t missing = 1;
+        for (bool found = true; found && missing <= s[0].count; missing += found) {
+            found = false;
+            for (size_t k = 0; k < n; k++)
+                found = found || s[k].index == missing;
+        }
+        return nc_err_set(err, NC_EINVAL, "merge: shard %zu/%zu is missing (got %zu of %zu "
+                          "folders)", missing, s[0].count, n, s[0].count);
+    }
+    return 0;
+}
+
+/* The shard that analysed plan layer i, and its layer block. */
+static const cJSON *layer_of(const shard *s, size_t n, size_t i, const char *name,
+                             const shard **owner, nc_err *err)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (i % s[k].count != s[k].index - 1)
+            continue;
+        *owner = &s[k];
+        const cJSON *l;
+        cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(s[k].root, "layers"))
+        {
+            const char *nm = jstr(l, "name");
+            if (nm && strcmp(nm, name) == 0)
+                return l;
+        }
+        nc_err_set(err, NC_EINVAL, "merge: %s/report.json: layers: '%s' is missing (expected "
+                   "every layer of shard %zu/%zu; did its run fail?)", s[k].dir, name,
+                   s[k].index, s[k].count);
+        return NULL;
+    }
+    nc_err_set(err, NC_EINTERNAL, "merge: no shard owns layer %zu", i);
+    return NULL;
+}
+
+static bool add_copy(cJSON *arr, const cJSON *item)
+{
+    cJSON *c = cJSON_Duplicate(item, true);
+    return c && cJSON_AddItemToArray(arr, c);
+}
+
+/* root.layers and root.inputs in plan order, from the shards. */
+static int merge_layers(const shard *s, size_t n, cJSON *root, nc_err *err)
+{
+    cJSON *layers = cJSON_AddArrayToObject(root, "layers");
+    cJSON *inputs = cJSON_AddArrayToObject(root, "inputs");
+    if (!layers || !inputs)
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    size_t i = 0;
+    const cJSON *nm;
+    cJSON_ArrayForEach(nm, cJSON_GetObjectItemCaseSensitive(s[0].block, "layers"))
+    {
+        const shard *own = NULL;
+        const char *name = cJSON_IsString(nm) ? nm->valuestring : "";
+        const cJSON *l = layer_of(s, n, i++, name, &own, err);
+        if (!l)
+            return NC_EINVAL;
+        if (!add_copy(layers, l))
+            return nc_err_set(err, NC_ENOMEM, "out of memory");
+        const cJSON *in;
+        cJSON_ArrayForEach(in, cJSON_GetObjectItemCaseSensitive(own->root, "inputs"))
+        {
+            const char *ln = jstr(in, "layer");
+            if (ln && strcmp(ln, name) == 0 && !add_copy(inputs, in))
+                return nc_err_set(err, NC_ENOMEM, "out of memory");
+        }
+    }
+    /* an input file read by two shards must be the same file */
+    const cJSON *a, *b;
+    cJSON_ArrayForEach(a, inputs)
+    {
+        for (b = a->next; b; b = b->next) {
+            const char *pa = jstr(a, "path"), *pb = jstr(b, "path");
+            const char *ha = jstr(a, "sha256"), *hb = jstr(b, "sha256");
+            if (pa && pb && ha && hb && strcmp(pa, pb) == 0 && strcmp(ha, hb) != 0)
+                return nc_err_set(err, NC_EINVAL, "merge: input %s has different SHA-256 in "
+                                  "two shards (the file changed between their runs)", pa);
+        }
+    }
+    return 0;
+}
+
+/* A plan holding, per layer, the numbers the run-level figures read, taken
+ * from the merged report (JSON numbers round-trip exactly). */
+static int numbers_plan(const cJSON *root, const nc_config *cfg, nc_plan *plan, nc_err *err)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->cfg = cfg;
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+    size_t n = (size_t)cJSON_GetArraySize(layers);
+    if (n == 0)
+        return 0;
+    if (!(plan->layers = calloc(n, sizeof *plan->layers)))
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    const cJSON *l;
+    cJSON_ArrayForEach(l, layers)
+    {
+        nc_plan_layer *pl = &plan->layers[plan->nlayers++];
+        nc_layer_result *r = &pl->result;
+        const char *name = jstr(l, "name");
+        pl->name = strdup(name ? name : "");
+        if (!pl->name)
+            return nc_err_set(err, NC_ENOMEM, "out of memory");
+        r->name = pl->name;
+        pl->done = pl->in_shard = true;
+        const char *norm = jstr(l, "norm");
+        pl->norm = r->norm = norm && strcmp(norm, "rmsnorm") == 0 ? NC_RMSNORM : NC_LAYERNORM;
+        r->eps = pl->eps = jnum(l, "eps");
+        r->N = (size_t)jnum(l, "tokens");
+        r->d = (size_t)jnum(l, "dim");
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(l, "input_stats");
+        r->stats.mean = jnum(st, "mean");
+        r->stats.std = jnum(st, "std");
+        r->stats.rms = jnum(st, "rms");
+        r->stats.rho = jnum(st, "rho");
+        r->stats.min = jnum(st, "min");
+        r->stats.max = jnum(st, "max");
+        double pts = jnum(cJSON_GetObjectItemCaseSensitive(l, "fit_data"), "points");
+        r->points = pts > 0 ? (size_t)pts : 0;
+        const cJSON *fits = cJSON_GetObjectItemCaseSensitive(l, "fits");
+        for (int id = 0; id < NC_FIT_COUNT; id++) {
+            const nc_surrogate *s = nc_surrogate_get((nc_fit_id)id);
+            const cJSON *f = cJSON_GetObjectItemCaseSensitive(fits, s->name);
+            nc_fit_result *fr = &r->fits[id];
+            fr->enabled = f != NULL;
+            fr->ok = f && cJSON_GetObjectItemCaseSensitive(f, "rmse") != NULL;
+            for (int q = 0; q < s->nparams; q++)
+                fr->params.p[q] = jnum(f, s->param[q]);
+            fr->rmse = jnum(f, "rmse");
+            fr->r2 = jnum(f, "r2");
+        }
+    }
+    return 0;
+}
+
+static void numbers_plan_free(nc_plan *plan)
+{
+    for (size_t k = 0; k < plan->nlayers; k++)
+        free(plan->layers[k].name);
+    free(plan->layers);
+}
+
+typedef struct outlist {
+    char **name;
+    size_t n;
+} outlist;
+
+static bool listed(const outlist *o, const char *name)
+{
+    for (size_t k = 0; k < o->n; k++)
+        if (strcmp(o->name[k], name) == 0)
+            return true;
+    return false;
+}
+
+static int list_add(outlist *o, const char *name, nc_err *err)
+{
+    if (o->n >= MERGE_MAX_FILES || !(o->name[o->n] = strdup(name)))
+        return nc_err_set(err, NC_ENOMEM, "merge: too many output files");
+    o->n++;
+    return 0;
+}
+
+/* Copies dir/name into the output set. */
+static int copy_into(nc_outset *set, const char *dir, const char *name, nc_err *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *buf;
+    size_t len;
+    nc_err first = {0};
+    int rc = read_all(path, &buf, &len, &first);
+    if (rc)
+        return nc_err_set(err, NC_EINVAL, "merge: %s: listed in its report's outputs but "
+                          "cannot be read", path);
+    rc = nc_outset_add(set, name, buf, len, err);
+    free(buf);
+    return rc;
+}
+
+/* The shards' files (config.json once), each name once. */
+static int copy_outputs(const shard *s, size_t n, nc_outset *set, outlist *outs, nc_err *err)
+{
+    for (size_t k = 0; k < n; k++) {
+        const cJSON *f;
+        cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(s[k].root, "outputs"))
+        {
+            if (!cJSON_IsString(f) || strchr(f->valuestring, '/') ||
+                strcmp(f->valuestring, "index.html") == 0)
+                continue;
+            bool config = strcmp(f->valuestring, "config.json") == 0;
+            if (listed(outs, f->valuestring)) {
+                if (config)
+                    continue;
+                return nc_err_set(err, NC_EINVAL, "merge: two shards wrote '%s' (the second "
+                                  "is %s): overlapping shards?", f->valuestring, s[k].dir);
+            }
+            int rc = copy_into(set, s[k].dir, f->valuestring, err);
+            if (!rc)
+                rc = list_add(outs, f->valuestring, err);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+/* The run-level figures of the config that need only per-layer numbers. */
+static int run_figures(const shard *s0, const cJSON *root, const char *command, bool quiet,
+                       nc_outset *set, outlist *outs, nc_err *err)
+{
+    char path[4096], *text;
+    size_t len;
+    snprintf(path, sizeof path, "%s/config.json", s0->dir);
+    if (access(path, R_OK) != 0)
+        return 0; /* no copy of the config: no figures were asked for */
+    int rc = read_all(path, &text, &len, err);
+    if (rc)
+        return rc;
+    nc_config *cfg = NULL;
+    const char *source = jstr(cJSON_GetObjectItemCaseSensitive(root, "config"), "source");
+    rc = nc_config_parse(text, len, source ? source : path, &cfg, err);
+    free(text);
+    if (rc)
+        return rc;
+    size_t nkeep = 0;
+    nc_fig_spec *keep = calloc(cfg->nfigures + 1, sizeof *keep);
+    for (size_t k = 0; keep && k < cfg->nfigures; k++) {
+        nc_fig_kind kind = cfg->figures[k].kind;
+        if (kind == NC_FIG_ALPHA_STD || kind == NC_FIG_TANH_FAMILY)
+            keep[nkeep++] = cfg->figures[k];
+        else if (kind == NC_FIG_SCATTER_GRID && !quiet)
+            fprintf(stderr, "normcmp: merge: figure 'scatter-grid' draws every layer's points "
+                            "and is not drawn from shards (docs/whole_models.md)\n");
+    }
+    nc_plan plan;
+    rc = keep ? numbers_plan(root, cfg, &plan, err) : nc_err_set(err, NC_ENOMEM, "out of memory");
+    if (!rc && nkeep) {
+        char **files = calloc(nkeep * 3 + 1, sizeof *files);
+        size_t nf = 0;
+        rc = files ? nc_figures_render(&plan, keep, nkeep, command, cfg->threads, set, files,
+                                       nkeep * 3, &nf, err)
+                   : nc_err_set(err, NC_ENOMEM, "out of memory");
+        for (size_t k = 0; k < nf; k++) {
+            if (!rc)
+                rc = list_add(outs, files[k], err);
+            free(files[k]);
+        }
+        free(files);
+    }
+    if (keep)
+        numbers_plan_free(&plan);
+    free(keep);
+    nc_config_free(cfg);
+    return rc;
+}
+
+/* The merged report: the shards' layers and inputs in plan order, the
+ * first shard's tool and config (its output set to out). */
+static int merged_root(const shard *s, size_t n, const char *out, const char *command,
+                       cJSON **rootp, nc_err *err)
+{
+    cJSON *root = cJSON_CreateObject();
+    *rootp = root;
+    if (!root)
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    cJSON *tool = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(s[0].root, "tool"), true);
+    cJSON *config = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(s[0].root, "config"), true);
+    if (!tool || !config || !cJSON_AddItemToObject(root, "tool", tool) ||
+        !cJSON_AddStringToObject(root, "command", command) ||
+        !cJSON_AddItemToObject(root, "config", config) ||
+        !cJSON_ReplaceItemInObjectCaseSensitive(config, "output", cJSON_CreateString(out)))
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    int rc = merge_layers(s, n, root, err);
+    if (rc)
+        return rc;
+    /* the run-level block, from the per-layer numbers just merged, by the
+     * function an unsharded run uses */
+    if ((rc = nc_report_add_run_from_layers(root, err)))
+        return rc;
+    cJSON *from = cJSON_AddArrayToObject(root, "merged_from");
+    for (size_t k = 0; from && k < n; k++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(from, o) || !cJSON_AddStringToObject(o, "dir", s[k].dir) ||
+            !cJSON_AddNumberToObject(o, "index", (double)s[k].index) ||
+            !cJSON_AddNumberToObject(o, "count", (double)s[k].count))
+            return nc_err_set(err, NC_ENOMEM, "out of memory");
+    }
+    return from ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory");
+}
+
+/* Turns every number below node into raw text that reads back exactly, as
+ * the report writes them (report.c: the shortest of %.15g, %.16g, %.17g
+ * that round-trips; cJSON's own printer keeps 15 digits that only come
+ * close). False when out of memory. */
+static bool exact_numbers(cJSON *node)
+{
+    cJSON *c = node->child;
+    while (c) {
+        cJSON *next = c->next;
+        if (cJSON_IsNumber(c)) {
+            char buf[40];
+            for (int prec = 15; prec <= 17; prec++) {
+                snprintf(buf, sizeof buf, "%.*g", prec, c->valuedouble);
+                if (strtod(buf, NULL) == c->valuedouble)
+                    break;
+            }
+            cJSON *raw = cJSON_CreateRaw(buf);
+            if (!raw)
+                return false;
+            raw->string = c->string; /* the key moves to the new node */
+            c->string = NULL;
+            if (!cJSON_ReplaceItemViaPointer(node, c, raw))
+                return false;
+        } else if ((cJSON_IsObject(c) || cJSON_IsArray(c)) && !exact_numbers(c)) {
+            return false;
+        }
+        c = next;
+    }
+    return true;
+}
+
+/* Writes everything into out through one output set. */
+static int write_merged(const shard *s, size_t n, const char *out, const char *command,
+                        bool quiet, nc_err *err)
+{
+    cJSON *root = NULL;
+    nc_outset *set = NULL;
+    outlist outs = {calloc(MERGE_MAX_FILES, sizeof(char *)), 0};
+    char *json = NULL, *html = NULL;
+    int rc = outs.name ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory");
+    if (!rc)
+        rc = merged_root(s, n, out, command, &root, err);
+    struct stat st;
+    bool created = stat(out, &st) != 0;
+    if (!rc)
+        rc = nc_mkdirs(out, err);
+    if (!rc)
+        rc = nc_outset_alloc(out, &set, err);
+    if (!rc)
+        rc = copy_outputs(s, n, set, &outs, err);
+    if (!rc)
+        rc = run_figures(&s[0], root, command, quiet, set, &outs, err);
+    if (!rc)
+        rc = list_add(&outs, "index.html", err);
+    cJSON *list = rc ? NULL : cJSON_AddArrayToObject(root, "outputs");
+    for (size_t k = 0; list && k < outs.n; k++)
+        if (!cJSON_AddItemToArray(list, cJSON_CreateString(outs.name[k])))
+            list = NULL;
+    if (!rc && !list)
+        rc = nc_err_set(err, NC_ENOMEM, "out of memory");
+    if (!rc && !exact_numbers(root))
+        rc = nc_err_set(err, NC_ENOMEM, "out of memory");
+    if (!rc) {
+        /* cJSON_Print's text and a final newline, as nc_report_json writes */
+        char *text = cJSON_Print(root);
+        size_t len = text ? strlen(text) : 0;
+        if (text && (json = malloc(len + 2))) {
+            memcpy(json, text, len);
+            memcpy(json + len, "\n", 2);
+        }
+        cJSON_free(text);
+        rc = json ? nc_outset_add(set, "report.json", json, len + 1, err)
+                  : nc_err_set(err, NC_ENOMEM, "out of memory");
+    }
+    if (!rc)
+        rc = nc_report_html(json, &html, err);
+    if (!rc)
+        rc = nc_outset_add(set, "index.html", html, strlen(html), err);
+    if (!rc) {
+        rc = nc_outset_commit(set, err);
+        set = NULL;
+    }
+    nc_outset_abort(set);
+    if (rc && created)
+        rmdir(out); /* only if still empty */
+    free(html);
+    free(json);
+    cJSON_Delete(root);
+    for (size_t k = 0; k < outs.n; k++)
+        free(outs.name[k]);
+    free(outs.name);
+    return rc;
+}
+
+int cli_merge(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    bool quiet = false;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+        if (c == 'q') {
+            quiet = true;
+        } else if (c == 'h') {
+            fputs(merge_help, stdout);
+            return cli_finish_stdout(0);
+        } else {
+            return cli_usage_error("merge", "unknown or incomplete option");
+        }
+    }
+    if (argc - optind < 2)
+        return cli_usage_error("merge", "expected OUT and at least one SHARD_DIR");
+    const char *out = argv[optind];
+    size_t n = (size_t)(argc - optind - 1);
+    shard *s = calloc(n, sizeof *s);
+    nc_err err = {0};
+    char *command = cli_command_line(argc + 1, argv - 1);
+    int rc = s && command ? 0 : nc_err_set(&err, NC_ENOMEM, "out of memory");
+    for (size_t k = 0; k < n && !rc; k++)
+        rc = load_shard(argv[optind + 1 + (int)k], &s[k], &err);
+    if (!rc)
+        rc = check_shards(s, n, &err);
+    if (!rc)
+        rc = write_merged(s, n, out, command, quiet, &err);
+    int status = rc ? cli_fail(&err) : 0;
+    if (!rc && !quiet)
+        fprintf(stderr, "normcmp: merged %zu shards into %s/report.json and index.html\n", n,
+                out);
+    for (size_t k = 0; s && k < n; k++)
+        cJSON_Delete(s[k].root);
+    free(s);
+    free(command);
+    return status ? status : cli_finish_stdout(0);
+}

@@ -1,0 +1,82 @@
+/*
+ * figspec.c - the names and parsers of a figure request (figspec.h).
+ */
+#include "config/figspec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[NC_FIG_COUNT] = {
+    "scatter", "scatter-grid", "by-token", "by-channel", "jacobian", "alpha-std", "tanh-family",
+    "outlier-steps",
+};
+
+const char *nc_fig_kind_name(nc_fig_kind kind)
+{
+    return (unsigned)kind < NC_FIG_COUNT ? kind_names[kind] : "?";
+}
+
+bool nc_fig_kind_parse(const char *s, nc_fig_kind *kind)
+{
+    for (int k = 0; k < NC_FIG_COUNT; k++)
+        if (strcmp(s, kind_names[k]) == 0) {
+            *kind = (nc_fig_kind)k;
+            return true;
+        }
+    return false;
+}
+
+bool nc_fig_legend_parse(const char *s, int *pos)
+{
+    static const struct {
+        const char *name;
+        int pos;
+    } names[] = {{"auto", NC_LEGEND_AUTO},
+                 {"none", NC_LEGEND_NONE},
+                 {"upper right", NC_LEGEND_UPPER_RIGHT},
+                 {"upper left", NC_LEGEND_UPPER_LEFT},
+                 {"lower left", NC_LEGEND_LOWER_LEFT},
+                 {"lower right", NC_LEGEND_LOWER_RIGHT},
+                 {"right", NC_LEGEND_RIGHT},
+                 {"center left", NC_LEGEND_CENTER_LEFT},
+                 {"center right", NC_LEGEND_CENTER_RIGHT},
+                 {"lower center", NC_LEGEND_LOWER_CENTER},
+                 {"upper center", NC_LEGEND_UPPER_CENTER},
+                 {"center", NC_LEGEND_CENTER}};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (strcmp(s, names[k].name) == 0) {
+            *pos = names[k].pos;
+            return true;
+        }
+    return false;
+}
+
+bool nc_fig_formats_parse(const char *s, unsigned *formats)
+{
+    unsigned f = 0;
+    while (*s) {
+        size_t n = strcspn(s, ",");
+        if (n == 3 && strncmp(s, "png", 3) == 0)
+            f |= NC_FIGFMT_PNG;
+        else if (n == 3 && strncmp(s, "pdf", 3) == 0)
+            f |= NC_FIGFMT_PDF;
+        else if (n == 3 && strncmp(s, "svg", 3) == 0)
+            f |= NC_FIGFMT_SVG;
+        else
+            return false;
+        s += n + (s[n] == ',');
+    }
+    if (!f)
+        return false;
+    *formats = f;
+    return true;
+}
+
+void nc_fig_spec_clear(nc_fig_spec *spec)
+{
+    for (size_t k = 0; k < spec->nlayers; k++)
+        free(spec->layers[k]);
+    free(spec->layers);
+    free(spec->name);
+    memset(spec, 0, sizeof *spec);
+}

@@ -1,0 +1,371 @@
+/*
+ * html.c - index.html beside report.json (html.h).
+ */
+#include "report/html.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+/* A growing string; ok turns false on the first failed allocation. */
+typedef struct buf {
+    char *s;
+    size_t n, cap;
+    bool ok;
+} buf;
+
+static void put(buf *b, const char *s, size_t n)
+{
+    if (!b->ok)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *g = realloc(b->s, cap);
+        if (!g) {
+            b->ok = false;
+            return;
+        }
+        b->s = g;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = '\0';
+}
+
+static void puts_(buf *b, const char *s)
+{
+    put(b, s, strlen(s));
+}
+
+static void __attribute__((format(printf, 2, 3))) putf(buf *b, const char *fmt, ...)
+{
+    char tmp[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (w < 0)
+        return;
+    put(b, tmp, (size_t)w < sizeof tmp ? (size_t)w : sizeof tmp - 1);
+}
+
+/* s with &, <, >, " and ' escaped (for text and quoted attributes). */
+static void esc(buf *b, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '&': puts_(b, "&amp;"); break;
+        case '<': puts_(b, "&lt;"); break;
+        case '>': puts_(b, "&gt;"); break;
+        case '"': puts_(b, "&quot;"); break;
+        case '\'': puts_(b, "&#39;"); break;
+        default: put(b, s, 1);
+        }
+    }
+}
+
+/* A file name as a relative URL: unreserved characters as they are, the
+ * rest percent-encoded. */
+static void url(buf *b, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            strchr("-._~", c))
+            put(b, s, 1);
+        else
+            putf(b, "%%%02X", c);
+    }
+}
+
+static const cJSON *at(const cJSON *o, const char *path)
+{
+    /* "a.b.c": nested objects */
+    char key[64];
+    while (o && *path) {
+        size_t n = strcspn(path, ".");
+        if (n >= sizeof key)
+            return NULL;
+        memcpy(key, path, n);
+        key[n] = '\0';
+        o = cJSON_GetObjectItemCaseSensitive(o, key);
+        path += n + (path[n] == '.');
+    }
+    return o;
+}
+
+static double num_at(const cJSON *o, const char *path)
+{
+    const cJSON *v = at(o, path);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static const char *str_at(const cJSON *o, const char *path)
+{
+    const cJSON *v = at(o, path);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* A verdict: a string, or an object's "text" (or "summary"). */
+static const char *verdict_of(const cJSON *o)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "verdict");
+    if (cJSON_IsString(v))
+        return v->valuestring;
+    const char *t = str_at(v, "text");
+    return t ? t : str_at(v, "summary");
+}
+
+/* The columns of the layer table: key (for #sort=), header, JSON path. */
+static const struct col {
+    const char *key, *head, *path, *title;
+} cols[] = {
+    {"tokens", "N", "tokens", "tokens"},
+    {"dim", "d", "dim", "channels"},
+    {"std", "std(x)", "input_stats.std", "standard deviation of the input"},
+    {"alpha", "DyT &alpha;", "fits.dyt.alpha", "fitted DyT alpha"},
+    {"alpha_std", "&alpha;&middot;std", "fits.dyt.alpha_times_std", "alpha times std(x)"},
+    {"r2_affine", "R&sup2; affine", "fits.linear.r2", "R^2 of the affine map"},
+    {"r2_dyt", "R&sup2; DyT", "fits.dyt.r2", "R^2 of DyT"},
+    {"r2_dyisru", "R&sup2; DyISRU", "fits.dyisru.r2", "R^2 of DyISRU"},
+    {"diag_share", "diag share", "jacobian.diag_frobenius_share",
+     "share of the Jacobian's squared Frobenius norm on its diagonal"},
+    {"bp_dyt", "DyT bp err", "jacobian.surrogates.dyt.backprop_rel_err",
+     "relative backprop error of DyT's derivative as the Jacobian (mean)"},
+};
+#define NCOLS (sizeof cols / sizeof cols[0])
+
+/* The file-name stem of a layer's figures (plot/figures.c), in both forms
+ * the outputs use: with '-' kept, and with '-' as '_'. */
+static void stem_of(const char *name, char *a, char *b, size_t cap)
+{
+    size_t k = 0;
+    for (; name[k] && k + 1 < cap; k++) {
+        char c = name[k];
+        bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '-';
+        a[k] = keep ? c : '_';
+        b[k] = c == '-' || !keep ? '_' : c;
+    }
+    a[k] = b[k] = '\0';
+}
+
+static bool is_image(const char *f)
+{
+    size_t n = strlen(f);
+    return n > 4 && strcmp(f + n - 4, ".png") == 0;
+}
+
+/* The layer (index) a file belongs to, or -1: the longest stem + '_'. */
+static int owner_of(const char *file, const cJSON *layers)
+{
+    int best = -1, i = 0;
+    size_t best_len = 0;
+    const cJSON *l;
+    cJSON_ArrayForEach(l, layers)
+    {
+        char a[256], b[256];
+        const char *name = str_at(l, "name");
+        stem_of(name ? name : "", a, b, sizeof a);
+        for (int v = 0; v < 2; v++) {
+            const char *s = v ? b : a;
+            size_t n = strlen(s);
+            if (n > best_len && strncmp(file, s, n) == 0 && file[n] == '_') {
+                best = i;
+                best_len = n;
+            }
+        }
+        i++;
+    }
+    return best;
+}
+
+static const char style[] =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}"
+    "h1{font-size:1.4em;margin:0 0 .3em}h2{font-size:1.1em;margin:1.2em 0 .4em}"
+    ".meta{color:#555;font-size:.9em}.verdict{background:#f3f6fa;border-left:4px solid "
+    "#3a6ea5;padding:.5em .8em;margin:.6em 0}"
+    ".runfigs img{height:260px;margin:0 .6em .6em 0;border:1px solid #ddd}"
+    "table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #ddd;padding:3px "
+    "6px;text-align:right;vertical-align:middle}th{background:#eee;cursor:pointer;"
+    "white-space:nowrap;user-select:none}th.asc:after{content:' \\25B2'}th.desc:after"
+    "{content:' \\25BC'}td.t{text-align:left}td.figs img{height:72px;margin-right:3px;"
+    "border:1px solid #ccc}tr:nth-child(even){background:#fafafa}";
+
+/* Sorting (click a header; #sort=key or #sort=-key), and a check the tests
+ * read with chromium --dump-dom: images decoded, rows, sort order. */
+static const char script[] =
+    "(function(){var t=document.getElementById('layers');if(!t)return;"
+    "var tb=t.tBodies[0],hs=t.tHead.rows[0].cells;"
+    "function val(r,i){var c=r.cells[i],v=c.getAttribute('data-v');"
+    "if(v===null)return c.textContent;return v===''?NaN:parseFloat(v);}"
+    "function sortBy(i,desc){var rows=Array.prototype.slice.call(tb.rows);"
+    "rows.sort(function(a,b){var x=val(a,i),y=val(b,i);"
+    "if(typeof x==='number'||typeof y==='number'){var nx=isNaN(x),ny=isNaN(y);"
+    "if(nx||ny)return nx-ny;return desc?y-x:x-y;}"
+    "return desc?String(y).localeCompare(x):String(x).localeCompare(y);});"
+    "rows.forEach(function(r){tb.appendChild(r);});"
+    "for(var k=0;k<hs.length;k++)hs[k].className='';hs[i].className=desc?'desc':'asc';"
+    "document.getElementById('nc-check').setAttribute('data-sorted',hs[i].getAttribute('data-key')"
+    "+(desc?' desc':' asc'));}"
+    "for(var k=0;k<hs.length;k++)(function(i){hs[i].addEventListener('click',function(){"
+    "sortBy(i,hs[i].className==='asc');});})(k);"
+    "window.addEventListener('load',function(){var m=/^#sort=(-?)(.+)$/.exec(location.hash);"
+    "if(m)for(var k=0;k<hs.length;k++)if(hs[k].getAttribute('data-key')===m[2])sortBy(k,m[1]==='-');"
+    "var im=document.images,ok=0;for(var j=0;j<im.length;j++)if(im[j].complete&&"
+    "im[j].naturalWidth>0)ok++;var c=document.getElementById('nc-check');"
+    "c.setAttribute('data-images',im.length);c.setAttribute('data-decoded',ok);"
+    "c.setAttribute('data-rows',tb.rows.length);"
+    "c.setAttribute('data-order',Array.prototype.map.call(tb.rows,function(r){"
+    "return r.getAttribute('data-name');}).join('\\n'));});})();";
+
+static void thumb(buf *b, const char *file, const char *cls)
+{
+    puts_(b, "<a href=\"");
+    url(b, file);
+    puts_(b, "\">");
+    if (is_image(file)) {
+        puts_(b, "<img src=\"");
+        url(b, file);
+        puts_(b, "\" alt=\"");
+        esc(b, file);
+        putf(b, "\" title=\"");
+        esc(b, file);
+        puts_(b, "\"");
+        if (cls)
+            putf(b, " class=\"%s\"", cls);
+        puts_(b, ">");
+    } else {
+        esc(b, file);
+    }
+    puts_(b, "</a> ");
+}
+
+static void header(buf *b, const cJSON *root, size_t nlayers)
+{
+    const char *name = str_at(root, "config.name");
+    puts_(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+             "<meta name=\"viewport\" content=\"width=device-width\"><title>normcmp: ");
+    esc(b, name ? name : "run");
+    puts_(b, "</title><style>");
+    puts_(b, style);
+    puts_(b, "</style></head><body>\n<h1>normcmp: ");
+    esc(b, name ? name : "run");
+    putf(b, "</h1>\n<p class=\"meta\">%zu layer%s &middot; ", nlayers, nlayers == 1 ? "" : "s");
+    esc(b, str_at(root, "tool.name"));
+    puts_(b, " ");
+    esc(b, str_at(root, "tool.version"));
+    puts_(b, " &middot; <code>");
+    esc(b, str_at(root, "command"));
+    puts_(b, "</code></p>\n");
+}
+
+static void run_block(buf *b, const cJSON *root, const cJSON *layers, const cJSON *outs)
+{
+    const char *v = NULL;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, root)
+    {
+        if (cJSON_IsObject(it) && (v = verdict_of(it)) != NULL)
+            break; /* the run-level block's verdict */
+    }
+    puts_(b, "<div class=\"verdict\" id=\"run-verdict\"><b>Verdict:</b> ");
+    esc(b, v ? v : "this report has no run-level verdict");
+    puts_(b, "</div>\n<h2>Run-level figures</h2>\n<div class=\"runfigs\">");
+    size_t n = 0;
+    cJSON_ArrayForEach(it, outs)
+    {
+        if (cJSON_IsString(it) && owner_of(it->valuestring, layers) < 0 &&
+            strcmp(it->valuestring, "index.html") && strcmp(it->valuestring, "config.json")) {
+            thumb(b, it->valuestring, NULL);
+            n++;
+        }
+    }
+    if (n == 0)
+        puts_(b, "<p class=\"meta\">none</p>");
+    puts_(b, "</div>\n");
+}
+
+static void cell(buf *b, double v)
+{
+    if (isfinite(v))
+        putf(b, "<td data-v=\"%.17g\">%.4g</td>", v, v);
+    else
+        puts_(b, "<td data-v=\"\">&ndash;</td>");
+}
+
+static void layer_rows(buf *b, const cJSON *layers, const cJSON *outs)
+{
+    puts_(b, "<h2>Layers</h2>\n<p class=\"meta\">Click a column to sort. Thumbnails link to "
+             "the figures.</p>\n<table id=\"layers\"><thead><tr>"
+             "<th data-key=\"index\">#</th><th data-key=\"layer\">layer</th>"
+             "<th data-key=\"norm\">norm</th>");
+    for (size_t c = 0; c < NCOLS; c++)
+        putf(b, "<th data-key=\"%s\" title=\"%s\">%s</th>", cols[c].key, cols[c].title,
+             cols[c].head);
+    puts_(b, "<th data-key=\"verdict\">verdict</th><th data-key=\"figures\">figures</th>"
+             "</tr></thead><tbody>\n");
+    int i = 0;
+    const cJSON *l;
+    cJSON_ArrayForEach(l, layers)
+    {
+        const char *name = str_at(l, "name");
+        puts_(b, "<tr data-name=\"");
+        esc(b, name);
+        putf(b, "\"><td data-v=\"%d\">%d</td><td class=\"t\">", i, i);
+        esc(b, name);
+        puts_(b, "</td><td class=\"t\">");
+        esc(b, str_at(l, "norm"));
+        puts_(b, "</td>");
+        for (size_t c = 0; c < NCOLS; c++)
+            cell(b, num_at(l, cols[c].path));
+        const char *v = verdict_of(l);
+        puts_(b, "<td class=\"t\">");
+        esc(b, v ? v : "\xe2\x80\x93");
+        puts_(b, "</td><td class=\"t figs\">");
+        const cJSON *f;
+        cJSON_ArrayForEach(f, outs)
+        {
+            if (cJSON_IsString(f) && owner_of(f->valuestring, layers) == i)
+                thumb(b, f->valuestring, NULL);
+        }
+        puts_(b, "</td></tr>\n");
+        i++;
+    }
+    puts_(b, "</tbody></table>\n");
+}
+
+int nc_report_html(const char *report_json, char **html, nc_err *err)
+{
+    *html = NULL;
+    cJSON *root = cJSON_Parse(report_json);
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+    const cJSON *outs = cJSON_GetObjectItemCaseSensitive(root, "outputs");
+    if (!root || !cJSON_IsArray(layers)) {
+        cJSON_Delete(root);
+        return nc_err_set(err, NC_EINVAL, "index.html: the report is not valid JSON with "
+                          "a \"layers\" array");
+    }
+    buf b = {.ok = true};
+    header(&b, root, (size_t)cJSON_GetArraySize(layers));
+    run_block(&b, root, layers, outs);
+    layer_rows(&b, layers, outs);
+    puts_(&b, "<p id=\"nc-check\" hidden></p>\n<script>");
+    puts_(&b, script);
+    puts_(&b, "</script>\n</body></html>\n");
+    cJSON_Delete(root);
+    if (!b.ok) {
+        free(b.s);
+        return nc_err_set(err, NC_ENOMEM, "out of memory for index.html");
+    }
+    *html = b.s;
+    return 0;
+}

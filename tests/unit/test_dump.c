@@ -1,0 +1,230 @@
+/*
+ * test_dump.c - io/dump and io/shards: a dump in several safetensors files
+ * opened as one (a folder, an index, a glob, an index under another name),
+ * its tensors in shard order, metadata and the shard of each tensor, and
+ * every rejection of a bad index or a bad set of shards with its message.
+ *
+ * Shards are written by nc_st_write into a mkdtemp folder.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "io/dump.h"
+#include "io/safetensors.h"
+#include "io/shards.h"
+#include "util/sink.h"
+
+static char dir[64];
+
+static void write_file(const char *name, const void *data, size_t n)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    CHECK(fwrite(data, 1, n, f) == n);
+    fclose(f);
+}
+
+static void write_text(const char *name, const char *text)
+{
+    write_file(name, text, strlen(text));
+}
+
+/* A shard with the tensors "<layer>.input" [2, 3] and "<layer>.weight" [3],
+ * and metadata "<layer>.norm" = norm. */
+static void write_shard(const char *name, const char *layer, const char *norm, float base)
+{
+    float x[6], w[3];
+    for (int k = 0; k < 6; k++)
+        x[k] = base + (float)k;
+    for (int k = 0; k < 3; k++)
+        w[k] = 1.0f + (float)k;
+    uint64_t sx[2] = {2, 3}, sw[1] = {3};
+    char n1[64], n2[64], mk[64];
+    snprintf(n1, sizeof n1, "%s.input", layer);
+    snprintf(n2, sizeof n2, "%s.weight", layer);
+    snprintf(mk, sizeof mk, "%s.norm", layer);
+    nc_st_entry e[2] = {{n1, NC_F32, 2, sx, x}, {n2, NC_F32, 1, sw, w}};
+    const char *meta[] = {"format", "normcmp activation dump", mk, norm, NULL};
+    nc_membuf mb = {0};
+    nc_sink s = nc_membuf_sink(&mb);
+    nc_err err = {0};
+    CHECK_INT(0, nc_st_write(&s, e, 2, meta, &err));
+    write_file(name, mb.data, mb.len);
+    nc_membuf_free(&mb);
+}
+
+static char *at(const char *name)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return path;
+}
+
+/* A dump opened from spec: two layers, a before b, across two shards. */
+static void check_two(const char *spec)
+{
+    nc_dump *d = NULL;
+    nc_err err = {0};
+    int rc = nc_dump_open(spec, &d, &err);
+    CHECK_INT(0, rc);
+    if (rc) {
+        fprintf(stderr, "%s: %s\n", spec, err.msg);
+        return;
+    }
+    CHECK_STR("safetensors", nc_dump_format(d));
+    CHECK_INT(2, nc_dump_nparts(d));
+    CHECK_INT(4, nc_dump_count(d));
+    CHECK_STR("a.input", nc_dump_tensor(d, 0)->name);
+    CHECK_STR("a.weight", nc_dump_tensor(d, 1)->name);
+    CHECK_STR("b.input", nc_dump_tensor(d, 2)->name);
+    const nc_tensor *bx = nc_dump_find(d, "b.input");
+    CHECK(bx != NULL);
+    if (bx)
+        CHECK(((const float *)bx->data)[5] == 15.0f);
+    CHECK_STR("rmsnorm", nc_dump_meta(d, "b.norm"));
+    CHECK_STR("layernorm", nc_dump_meta(d, "a.norm"));
+    CHECK(nc_dump_meta(d, "c.norm") == NULL);
+    nc_dump *pa = nc_dump_part(d, nc_dump_find(d, "a.weight"));
+    nc_dump *pb = nc_dump_part(d, bx);
+    CHECK(pa != d && pb != d && pa != pb);
+    CHECK_CONTAINS(nc_dump_path(pb), "model-00002-of-00002.safetensors");
+    CHECK_INT(1, nc_dump_nparts(pb));
+    CHECK(nc_dump_bytes(d) == nc_dump_bytes(pa) + nc_dump_bytes(pb));
+    nc_dump_close(d);
+}
+
+static void expect_open_fail(const char *spec, int code, const char *msg)
+{
+    nc_dump *d = (nc_dump *)&d;
+    nc_err err = {0};
+    CHECK_INT(code, nc_dump_open(spec, &d, &err));
+    CHECK(d == NULL);
+    CHECK_CONTAINS(err.msg, msg);
+    CHECK(strchr(err.msg, '\n') == NULL);
+}
+
+static void expect_index_fail(const char *text, const char *msg)
+{
+    nc_index *ix = (nc_index *)&ix;
+    nc_err err = {0};
+    CHECK_INT(NC_EFORMAT, nc_index_parse(text, strlen(text), "m.safetensors.index.json", &ix,
+                                         &err));
+    CHECK(ix == NULL);
+    CHECK_STR(msg, err.msg);
+}
+
+static void index_parser(void)
+{
+    const char *ok = "{\"metadata\": {\"total_size\": 9}, \"weight_map\": "
+                     "{\"b.x\": \"s2.safetensors\", \"a.x\": \"s1.safetensors\", "
+                     "\"a.y\": \"s2.safetensors\"}}  \n";
+    nc_index *ix = NULL;
+    nc_err err = {0};
+    CHECK_INT(0, nc_index_parse(ok, strlen(ok), "m.json", &ix, &err));
+    if (ix) {
+        CHECK_INT(3, ix->n);
+        CHECK_INT(2, ix->nfiles);
+        CHECK_STR("s1.safetensors", ix->files[0]);
+        CHECK_STR("b.x", ix->tensor[0]);
+        CHECK_INT(1, ix->shard[0]);
+        CHECK_INT(0, ix->shard[1]);
+    }
+    nc_index_free(ix);
+    expect_index_fail("[1]", "m.safetensors.index.json: expected a JSON object with "
+                             "\"weight_map\" (a safetensors index)");
+    expect_index_fail("{\"metadata\": {}}", "m.safetensors.index.json: weight_map: missing "
+                      "(expected an object of \"<tensor>\": \"<shard file>\")");
+    expect_index_fail("{\"weight_map\": []}", "m.safetensors.index.json: weight_map: expected "
+                      "an object of \"<tensor>\": \"<shard file>\"");
+    expect_index_fail("{\"weight_map\": {}}", "m.safetensors.index.json: weight_map: empty "
+                      "(expected at least one tensor)");
+    expect_index_fail("{\"weight_map\": {\"a\": 3}}", "m.safetensors.index.json: "
+                      "weight_map.\"a\": expected a shard file name (a non-empty string)");
+    expect_index_fail("{\"weight_map\": {\"a\": \"\"}}", "m.safetensors.index.json: "
+                      "weight_map.\"a\": expected a shard file name (a non-empty string)");
+    expect_index_fail("{\"weight_map\": {\"\": \"s\"}}", "m.safetensors.index.json: "
+                      "weight_map: an empty tensor name (expected \"<tensor>\": \"<shard "
+                      "file>\")");
+    expect_index_fail("{\"weight_map\": {\"a\": \"/etc/s\"}}", "m.safetensors.index.json: "
+                      "weight_map.\"a\": \"/etc/s\" is an absolute path (expected a file name "
+                      "relative to the index's folder)");
+    expect_index_fail("{\"weight_map\": {\"a\": \"s\", \"a\": \"t\"}}",
+                      "m.safetensors.index.json: weight_map.\"a\": listed twice (expected each "
+                      "tensor once)");
+    expect_index_fail("{\"weight_map\": {\"a\": \"s\"}} x", "m.safetensors.index.json: "
+                      "malformed JSON at line 1, column 28 (expected a safetensors index: "
+                      "{\"weight_map\": {\"<tensor>\": \"<shard file>\"}})");
+    expect_index_fail("{\"weight_map\": {\"a\": \"s\n\"}}", "m.safetensors.index.json: "
+                      "malformed JSON at line 1, column 24: a raw control character (byte "
+                      "0x0a) inside a string");
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/nc_test_dump_XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    index_parser();
+
+    write_shard("model-00001-of-00002.safetensors", "a", "layernorm", 0.0f);
+    write_shard("model-00002-of-00002.safetensors", "b", "rmsnorm", 10.0f);
+    /* a folder of shards without an index, and a glob */
+    check_two(dir);
+    char spec[256];
+    snprintf(spec, sizeof spec, "%s/", dir);
+    check_two(spec);
+    snprintf(spec, sizeof spec, "%s/model-*.safetensors", dir);
+    check_two(spec);
+    /* an index (named as Hugging Face names it, or otherwise: told by '{') */
+    const char *index = "{\"metadata\": {\"total_size\": 96}, \"weight_map\": {"
+                        "\"b.input\": \"model-00002-of-00002.safetensors\", "
+                        "\"a.input\": \"model-00001-of-00002.safetensors\"}}\n";
+    write_text("model.safetensors.index.json", index);
+    check_two(at("model.safetensors.index.json"));
+    write_text("shards.txt", index);
+    check_two(at("shards.txt"));
+    check_two(dir); /* the folder now reads its index */
+
+    /* a single shard still opens as a plain file */
+    nc_dump *one = NULL;
+    nc_err err = {0};
+    CHECK_INT(0, nc_dump_open(at("model-00001-of-00002.safetensors"), &one, &err));
+    if (one) {
+        CHECK_INT(1, nc_dump_nparts(one));
+        CHECK(nc_dump_part(one, nc_dump_tensor(one, 0)) == one);
+        CHECK_STR("layernorm", nc_dump_meta(one, "a.norm"));
+    }
+    nc_dump_close(one);
+
+    /* an index naming the wrong shard, a missing shard, bad JSON */
+    write_text("bad1.safetensors.index.json", "{\"weight_map\": {\"a.input\": "
+                                  "\"model-00002-of-00002.safetensors\"}}");
+    expect_open_fail(at("bad1.safetensors.index.json"), NC_EFORMAT, "bad1.safetensors.index.json: weight_map.\"a.input\": "
+                     "no such tensor in ");
+    write_text("bad2.safetensors.index.json", "{\"weight_map\": {\"a.input\": \"gone.safetensors\"}}");
+    expect_open_fail(at("bad2.safetensors.index.json"), NC_EINVAL, "gone.safetensors: cannot open input "
+                     "file");
+    write_text("bad3.safetensors.index.json", "{\"weight_map\": 7}");
+    expect_open_fail(at("bad3.safetensors.index.json"), NC_EFORMAT, "bad3.safetensors.index.json: weight_map: expected "
+                     "an object");
+    /* the folder now has several indexes */
+    expect_open_fail(dir, NC_EINVAL, "index files (");
+    snprintf(spec, sizeof spec, "%s/nothing-*.safetensors", dir);
+    expect_open_fail(spec, NC_EINVAL, "nothing-*.safetensors: no such file, and no file matches "
+                     "it as a pattern");
+    /* a tensor in two shards */
+    write_shard("model-00003-of-00003.safetensors", "a", "layernorm", 0.0f);
+    snprintf(spec, sizeof spec, "%s/model-*.safetensors", dir);
+    expect_open_fail(spec, NC_EFORMAT, "tensor 'a.input' is in both ");
+
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK_INT(0, system(cmd));
+    return CHECK_DONE();
+}
