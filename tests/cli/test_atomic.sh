@@ -25,7 +25,7 @@ d = sys.argv[1]
 names = set(os.listdir(d))
 sets = {}
 for tag, n in (("a", 12), ("b", 80)):
-    sets[tag] = {"report.json", "config.json"} | {"%s%02d.png" % (tag, k) for k in range(n)}
+    sets[tag] = {"report.json", "config.json", "index.html"} | {"%s%02d.png" % (tag, k) for k in range(n)}
 tag = [t for t in sets if sets[t] == names]
 if not tag:
     extra = sorted(names - sets["a"] - sets["b"])[:5]
@@ -41,6 +41,8 @@ if set(rep["outputs"]) | {"report.json"} != names:
 if open(os.path.join(d, "config.json"), "rb").read() != open(tag + ".json", "rb").read():
     print("config.json of another set"); sys.exit(1)
 for n in names:
+    if n.endswith(".html") and not open(os.path.join(d, n), "rb").read().rstrip().endswith(b"</html>"):
+        print("incomplete index.html"); sys.exit(1)
     if n.endswith(".png"):
         b = open(os.path.join(d, n), "rb").read()
         if b[-8:-4] != b"IEND":
