@@ -12,6 +12,19 @@ LDFLAGS  ?=
 PREFIX   ?= /usr/local
 DESTDIR  ?=
 
+# Parallel by default (one job per core) unless -j was given; one short
+# line per step (CC file, AR, LD) unless V=1, which shows the commands.
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
+ifeq ($(V),1)
+Q   :=
+say  = @:
+else
+Q   := @
+say  = @printf '%-3s %s\n' '$(1)' '$(2)'
+endif
+
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wpointer-arith -Wformat=2 -Wvla
 ifeq ($(WERROR),1)
@@ -79,6 +92,10 @@ BENCH    := $(BUILD)/normcmp-bench
 ALL_CFLAGS  = $(XCFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(XLDFLAGS) $(LDFLAGS)
 
+# The test and fuzz objects are intermediate files of pattern rules: keep
+# them, so a second `make test` with nothing changed rebuilds nothing.
+.SECONDARY:
+
 .PHONY: all test demo bench fuzz figures format deps install clean help
 .DEFAULT_GOAL := all
 
@@ -86,23 +103,29 @@ all: $(BIN)
 
 $(BUILD)/%.o: %.c $(BUILD)/config.mk
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+	$(call say,CC,$<)
+	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)$(AR) rcs $@ $^
 
 $(BIN): $(CLI_OBJ) $(LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(PKG_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(PKG_LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
 
 $(BUILD)/tests/replay_%: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/replay.o $(LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/tests/fuzz/replay.o $(LIB) $(PKG_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/tests/fuzz/replay.o $(LIB) $(PKG_LIBS)
 
 $(BENCH): $(BUILD)/tests/bench/bench.o $(LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
 
 # The whole suite: unit tests, command-line tests, NumPy cross-checks and
 # the fuzz corpus replayed through the plain build. Ends with one summary.
@@ -141,7 +164,7 @@ help:
 	@echo "make            build $(BIN)"
 	@echo "make demo       run configs/demo.json into out/demo/"
 	@echo "make test       the whole test suite (SANITIZE=1: with ASan and UBSan)"
-	@echo "make bench      time each stage on a 4096 x 4096 layer (NATIVE=1: -march=native)"
+	@echo "make bench      time each stage on a 4096 x 4096 layer, a 7B-shaped model, NumPy ratios (NATIVE=1: -march=native)"
 	@echo "make figures    regenerate every paper-style figure into out/figures/"
 	@echo "make fuzz       run each libFuzzer target (FUZZ_SECONDS=60 each)"
 	@echo "make deps       install the Debian packages (root or sudo)"

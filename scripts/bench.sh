@@ -2,8 +2,9 @@
 # make bench: time normcmp on a 4096 x 4096 float32 LayerNorm layer.
 #
 #   BENCH_REPEATS=5      repeats per measurement (medians are reported)
-#   BENCH_REFERENCE=1    also time the NumPy + SciPy + Matplotlib pipeline
-#                        (about 35 s and 3 GB; 0 skips it)
+#   BENCH_REFERENCE=1    also time the NumPy + SciPy + Matplotlib pipelines
+#                        (scripts/bench_model.sh; 0 skips them)
+#   BENCH_MODEL=1        the 7B-shaped run (scripts/bench_model.sh; 0 skips it)
 #
 # The machine is shared and noisy: compare ratios and medians.
 set -eu
@@ -45,7 +46,6 @@ for what in "fit --no-jacobian" "fit"; do
 done
 echo
 
-if [ "${BENCH_REFERENCE:-1}" = 1 ]; then
-    echo "== reference: NumPy + SciPy curve_fit + Matplotlib on the same layer =="
-    /usr/bin/time -f '  reference total %e s, peak RSS %M KB' /usr/bin/python3 scripts/bench_reference.py "$data"
-fi
+# the 7B-shaped model and the ratios against the NumPy pipelines
+# (scripts/bench_model.sh, docs/whole_models.md)
+BUILD=$BUILD scripts/bench_model.sh

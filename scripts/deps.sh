@@ -6,18 +6,24 @@
 #                           DejaVu font
 #   scripts/deps.sh test    build + NumPy/SciPy for the independent references,
 #                           PyTorch and Pillow for the activation dump script,
-#                           GNU parallel (the sharded-run test) and chromium
-#                           (the browser test of index.html)
+#                           GNU parallel (the sharded-run test), chromium
+#                           (the browser test of index.html), groff (the man
+#                           page check)
 #   scripts/deps.sh fuzz    test + clang and its sanitizer/fuzzer runtime
 #   scripts/deps.sh bench   test + Matplotlib (the reference pipeline) + hyperfine
 #
-# Runs apt-get (as root, or through sudo when available). Safe to run again:
-# a group whose packages are all installed does nothing.
+# Runs apt-get (as root, or through sudo when available), quietly: one line
+# says what it installs; apt's output goes to a log shown only on failure.
+# Safe to run again: a group whose packages are all installed does nothing.
 set -eu
 
 group=${1:-build}
 build="build-essential pkg-config libpng-dev libcjson-dev libopenblas-serial-dev libcairo2-dev fonts-dejavu-core"
-test="$build python3 python3-numpy python3-scipy python3-torch python3-pil parallel chromium"
+# one package (or a few related ones) per line, so additions merge cleanly
+test="$build python3 python3-numpy python3-scipy python3-torch python3-pil
+parallel
+chromium
+groff-base"
 case "$group" in
 build) pkgs=$build ;;
 test) pkgs=$test ;;
@@ -40,7 +46,15 @@ if [ "$(id -u)" != 0 ]; then
     command -v sudo >/dev/null 2>&1 || { echo "deps.sh: need root (or sudo) to install:$missing" >&2; exit 1; }
     sudo=sudo
 fi
+# apt's and debconf's chatter goes to a log, shown only when something fails
+log=$(mktemp "${TMPDIR:-/tmp}/normcmp-deps.XXXXXX")
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
 # shellcheck disable=SC2086
-$sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+if $sudo apt-get update -qq >"$log" 2>&1 &&
+    $sudo apt-get install -y -qq --no-install-recommends $missing >>"$log" 2>&1; then
+    rm -f "$log"
+else
+    cat "$log" >&2
+    echo "deps.sh: apt-get failed installing:$missing (log above, kept in $log)" >&2
+    exit 1
+fi

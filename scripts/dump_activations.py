@@ -3,8 +3,8 @@
 LayerNorm / RMSNorm module of a PyTorch model, for normcmp.
 
 Runs the model once on CPU (or --device) with forward hooks on the norm
-modules and writes ONE .safetensors file with, per hooked module M (its
-qualified name from named_modules()):
+modules and writes, per hooked module M (its qualified name from
+named_modules()):
 
     M.input        [N, d]  what enters the module (first positional argument)
     M.output       [N, d]  what it returns (after its weight and bias)
@@ -13,12 +13,42 @@ qualified name from named_modules()):
     M.grad_output  [N, d]  with --grad: d loss / d M.output
 
 N = tokens: the leading axes flattened (at most --tokens of them, the first
-ones), d = the normalised width. __metadata__ records the model, the command,
-and per module its class, norm kind, eps and the script's own check that
-the output equals the norm of the input with the weight and bias
-(check_max_abs_diff, on the captured values before any --dtype rounding).
-Next to it goes a config for `normcmp run` (--config) with one layer per
+ones), d = the normalised width. Tensors keep the dtype they were captured
+in (float32, float16, bfloat16, float64) unless --dtype asks for another.
+
+Where it goes: -o OUT.safetensors writes one file; -o DIR (any name not
+ending in .safetensors) writes a folder with one shard per module, named
+as Hugging Face names checkpoint shards (DIR/model-00001-of-00065.safetensors,
+...) and DIR/model.safetensors.index.json (its "weight_map" names each
+tensor's shard). normcmp reads either as it comes: the file, the folder,
+the index or a glob of the shards. Memory stays about one layer's tensors
+whatever the model's depth: each call's rows are checked and written, in
+blocks of 64K elements, to a scratch folder beside OUT while the model runs
+(gradients to their place as backward reaches them), and the files are
+assembled from there at the end (copy_file_range), so the disk briefly holds
+up to twice the dump. (A TorchScript model returns all its layer norms'
+tensors at once: bounded by the graph, not by this script.)
+
+__metadata__ records the model, the command, and per module its class, norm
+kind, eps and the script's own check that the output equals the norm of the
+input with the weight and bias (check_max_abs_diff, on the captured values
+before any --dtype rounding); in a folder, every shard carries the run's
+keys and its own module's. Next to the dump goes a config for `normcmp run`
+(--config; OUT.json, or DIR.json beside the folder) with one layer per
 module, each with its own norm kind and eps.
+
+Progress: one line per module as it is captured, and per tensor as it is
+written, on stderr when stderr is a terminal (nothing otherwise; -q for
+none at all).
+
+Interpreter: PyTorch and NumPy are needed. Started under a python3 that
+lacks them (e.g. a pyenv or venv python3 first on PATH), the script
+re-executes itself under $NORMCMP_TORCH_PYTHON (default /usr/bin/python3,
+Debian's, which has them once python3-torch is installed) if that one has
+them; otherwise it fails saying what to install: on Debian/Ubuntu
+`sudo apt-get install python3-torch python3-numpy` (scripts/deps.sh test
+installs them with the rest of the test dependencies), elsewhere
+`python3 -m pip install torch numpy`.
 
 Models: --model MODULE:CALLABLE (a dotted module on sys.path, or a path to a
 .py file) builds the model, with keyword arguments from --model-args JSON.
@@ -45,32 +75,41 @@ Examples (from the project root):
 
     python3 scripts/dump_activations.py --model scripts/example_model.py:tiny_layernorm \\
         -o out/tiny.safetensors --grad
+    python3 scripts/dump_activations.py --model scripts/example_model.py:tiny_rmsnorm \\
+        -o out/tiny_rms/               # a folder of shards + out/tiny_rms.json
     python3 scripts/dump_activations.py --model scripts/llama2c_model.py:load \\
         --checkpoint ../shared/models/stories260K.bin -o out/stories.safetensors
     python3 scripts/dump_activations.py --checkpoint ../shared/models/vit4mnist.ptl \\
         --inputs scripts/example_model.py:digit_images -o out/vit4mnist.safetensors
     build/normcmp run out/tiny.json --out out/tiny-report
+    build/normcmp fit out/tiny_rms/    # or out/tiny_rms/model.safetensors.index.json
 
-Exit status: 0 written; 2 bad arguments, an unimportable model or inputs, or
-no matching module (one line on stderr); 1 the model failed to run.
+Exit status: 0 written; 2 bad arguments, an unimportable model or inputs, no
+matching module, or no PyTorch (one line on stderr); 1 the model failed to
+run or the output could not be written (nothing is left half-written).
 """
 import argparse
 import fnmatch
 import importlib
 import importlib.util
 import inspect
+import io
 import json
 import math
 import os
 import re
 import shlex
+import shutil
 import struct
+import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 
-TOOL = "normcmp scripts/dump_activations.py 1"
+TOOL = "normcmp scripts/dump_activations.py 2"
 PROG = "dump_activations.py"
+INDEX_NAME = "model.safetensors.index.json"
 
 DEFAULT_CLASSES = ["LayerNorm", "RMSNorm", "LlamaRMSNorm", "MistralRMSNorm", "MixtralRMSNorm",
                    "Qwen2RMSNorm", "Qwen3RMSNorm", "GemmaRMSNorm", "Gemma2RMSNorm", "Phi3RMSNorm",
@@ -126,8 +165,10 @@ def parse_args(argv):
     p = Parser(prog=PROG, description=__doc__.split("\n\n")[0],
                epilog="\n\n".join(__doc__.split("\n\n")[1:]),
                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-o", "--out", required=True, metavar="OUT.safetensors",
-                   help="the file to write (a folder of it is created)")
+    p.add_argument("-o", "--out", required=True, metavar="OUT.safetensors|DIR",
+                   help="a name ending in .safetensors: one file; anything else: a folder "
+                        "of shards, one per module, with model.safetensors.index.json "
+                        "(missing folders are created)")
     g = p.add_argument_group("model")
     g.add_argument("--model", metavar="MODULE:CALLABLE",
                    help="builds the model: package.module:callable or path/file.py:callable")
@@ -173,8 +214,9 @@ def parse_args(argv):
     g.add_argument("--loss", metavar="MODULE:CALLABLE",
                    help="with --grad: loss(output) or loss(output, inputs) -> scalar "
                         "(default: sum of squares of the model's output)")
-    g.add_argument("--dtype", choices=("f32", "f16", "bf16"), default="f32",
-                   help="dtype of the written tensors (default f32)")
+    g.add_argument("--dtype", choices=("keep", "f32", "f16", "bf16"), default="keep",
+                   help="dtype of the written tensors (default keep: as captured, float32, "
+                        "float16, bfloat16 or float64)")
     g = p.add_argument_group("output")
     g.add_argument("--config", metavar="OUT.json",
                    help="the normcmp run config to write (default: OUT with .json for "
@@ -226,15 +268,18 @@ def parse_args(argv):
     a.norm_kind = kinds
     if a.loss and not a.grad:
         raise Fail("--loss needs --grad")
+    a.sharded = not a.out.endswith(".safetensors")
+    if a.sharded and not a.out.rstrip("/"):
+        raise Fail("--out: expected a file name ending in .safetensors or a folder, not /")
     if a.config is None:
-        stem = a.out[:-len(".safetensors")] if a.out.endswith(".safetensors") else a.out
+        stem = a.out[:-len(".safetensors")] if not a.sharded else a.out.rstrip("/")
         a.config = stem + ".json"
     elif a.config == "none":
         a.config = None
     if a.config and os.path.abspath(a.config) == os.path.abspath(a.out):
         raise Fail("--config: the same file as --out")
     if a.name is None:
-        base = os.path.basename(a.out)
+        base = os.path.basename(a.out.rstrip("/"))
         a.name = base[:-len(".safetensors")] if base.endswith(".safetensors") else base
     return a
 
@@ -458,26 +503,116 @@ def build_inputs(a, model, model_mod, log, torch):
 
 # ------------------------------------------------------------------ capture
 
-class Capture:
-    """What one norm module (or one graph layer_norm) gave."""
+# Rows are checked and written in blocks of at most this many elements, so
+# that the float64 copies of the self-check stay small (about 0.5 MB each).
+BLOCK_ELEMS = 1 << 16
+WIRE = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
+ITEMSIZE = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8}
 
-    def __init__(self, name, cls, kind, kind_source, eps, eps_source):
+
+class Capture:
+    """What one norm module (or one graph layer_norm) gave. Its rows do not
+    stay in memory: each call's input and output go, block by block, to raw
+    files in the scratch folder (the spool) as they are captured, and the
+    gradients to their slots in a third file as backward reaches them;
+    the final files are assembled from these. What stays is the weight,
+    the bias, the row counts and the self-check's running maxima."""
+
+    def __init__(self, name, cls, kind, kind_source, eps, eps_source, spool, index):
         self.name, self.cls = name, cls
         self.kind, self.kind_source = kind, kind_source
         self.eps, self.eps_source = eps, eps_source
+        self.index = index  # the order modules were selected in (1-based)
+        self.spool = os.path.join(spool, f"{index:05d}") if spool else None
         self.d = None
-        self.xs, self.ys, self.gs = [], [], []
         self.weight = self.bias = None
         self.weight_offset = 0
         self.rows = 0
         self.call_rows = []  # rows captured per call, for the gradient slots
+        self.grad_got = []   # whether each call's gradient arrived
         self.calls = 0
         self.grad_calls = 0
+        self.dtype = {}      # role -> wire dtype ("F32", ...), fixed by the first call
+        self.source_dtype = None
+        self.diffs = {}      # (kind, weight offset) -> max |recomputed - output| so far
+        self.ymax = 0.0
+        self.finite_rows = 0
         self.check = None
         self.warned = False
+        self.has_grad = False
 
     def full(self, limit):
         return limit and self.rows >= limit
+
+    def path(self, role):
+        return f"{self.spool}.{role}"
+
+    def add_rows(self, x, y, a, torch, np):
+        """Appends rows x, y [n, d] (any device) to the spool, checking them
+        against the norm on the way; returns the number of rows."""
+        n, d = x.shape
+        if not self.dtype:
+            self.source_dtype = str(y.dtype).replace("torch.", "")
+            self.dtype["input"] = wire_dtype(x.dtype, a.dtype)
+            self.dtype["output"] = self.dtype["grad_output"] = wire_dtype(y.dtype, a.dtype)
+        step = max(1, BLOCK_ELEMS // d)
+        w = self.weight.double().numpy() if self.weight is not None else None
+        b = self.bias.double().numpy() if self.bias is not None else None
+        with open(self.path("input"), "ab") as fx, open(self.path("output"), "ab") as fy:
+            for r in range(0, n, step):
+                xb, yb = x[r:r + step].detach(), y[r:r + step].detach()
+                self.check_block(xb.to("cpu", torch.float64).numpy(),
+                                 yb.to("cpu", torch.float64).numpy(), w, b, np)
+                write_block(fx, xb, self.dtype["input"], torch)
+                write_block(fy, yb, self.dtype["output"], torch)
+        self.rows += n
+        return n
+
+    def check_block(self, x, y, w, b, np):
+        ok = np.isfinite(x).all(axis=1) & np.isfinite(y).all(axis=1)
+        if not ok.any():
+            return
+        x, y = x[ok], y[ok]
+        self.finite_rows += len(x)
+        self.ymax = max(self.ymax, float(np.abs(y).max()))
+        for kind in KINDS:
+            for off in ((0, 1) if w is not None else (0,)):
+                wo = w + off if w is not None else None
+                dmax = float(np.abs(recompute(x, kind, self.eps, wo, b, np) - y).max())
+                key = (kind, off)
+                self.diffs[key] = max(self.diffs.get(key, 0.0), dmax)
+
+    def add_grad(self, slot, g, torch):
+        """Writes call slot's gradient rows g [rows, d] at their place."""
+        dt = self.dtype["grad_output"]
+        off = sum(self.call_rows[:slot]) * self.d * ITEMSIZE[dt]
+        path = self.path("grad_output")
+        with open(path, "r+b" if os.path.exists(path) else "wb") as f:
+            f.seek(off)
+            step = max(1, BLOCK_ELEMS // self.d)
+            for r in range(0, g.shape[0], step):
+                write_block(f, g[r:r + step].detach(), dt, torch)
+        self.grad_got[slot] = True
+        self.grad_calls += 1
+
+
+def wire_dtype(dtype, asked):
+    """The dtype a tensor is written in: as captured (float32, float16,
+    bfloat16, float64; anything else as float32) unless --dtype asks."""
+    if asked != "keep":
+        return {"f32": "F32", "f16": "F16", "bf16": "BF16"}[asked]
+    return WIRE.get(str(dtype).replace("torch.", ""), "F32")
+
+
+def write_block(f, t, wire, torch):
+    """Writes the rows of t in wire dtype, little-endian, to file f."""
+    tdt = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+           "F64": torch.float64}[wire]
+    t = t.to("cpu", tdt).contiguous()
+    arr = t.view(torch.int16).numpy() if wire == "BF16" else t.numpy()
+    if sys.byteorder != "little":
+        arr = arr.byteswap()
+    f.write(arr.data)
 
 
 def default_kind(name, cls, is_torch_ln, overrides):
@@ -537,17 +672,26 @@ def norm_width(m, x, torch):
     return int(x.shape[-1])
 
 
-def run_hooked(a, model, args, kwargs, log, torch):
+def spool_write(cap, fn):
+    """Runs a spool write; a full disk or a missing folder is a one-line error."""
+    try:
+        return fn()
+    except OSError as e:
+        raise Fail(f"{cap.name}: cannot write its rows to {os.path.dirname(cap.spool)}: "
+                   f"{e.strerror or e}", 1)
+
+
+def run_hooked(a, model, args, kwargs, spool, log, torch, np):
     chosen = select_modules(a, model, log, torch)
     caps = {}
     handles = []
     limit = a.tokens
 
-    for name, m in chosen:
+    for k, (name, m) in enumerate(chosen):
         cls = type(m).__name__
         kind, ksrc = default_kind(name, cls, isinstance(m, torch.nn.LayerNorm), a.norm_kind)
         eps, esrc = module_eps(m, kind)
-        cap = Capture(name, cls, kind, ksrc, eps, esrc)
+        cap = Capture(name, cls, kind, ksrc, eps, esrc, spool, k + 1)
         caps[name] = cap
 
         def hook(mod, inp, out, cap=cap):
@@ -579,17 +723,20 @@ def run_hooked(a, model, args, kwargs, log, torch):
                 return
             n = x.numel() // d
             take = n if not limit else min(n, limit - cap.rows)
-            cap.xs.append(x.detach().reshape(n, d)[:take].to("cpu", copy=True))
-            cap.ys.append(y.detach().reshape(n, d)[:take].to("cpu", copy=True))
-            cap.rows += take
+            first = cap.rows == 0
+            spool_write(cap, lambda: cap.add_rows(x.detach().reshape(n, d)[:take],
+                                                  y.detach().reshape(n, d)[:take], a, torch, np))
+            if first:
+                log.progress(f"[{cap.index}/{len(chosen)}] {cap.name}: {take} x {d} "
+                             f"{cap.source_dtype}")
             if a.grad:
-                slot = len(cap.gs)
-                cap.gs.append(None)
+                slot = len(cap.call_rows)
                 cap.call_rows.append(take)
+                cap.grad_got.append(False)
                 if y.requires_grad:
                     def ghook(g, cap=cap, slot=slot, n=n, d=d, take=take):
-                        cap.gs[slot] = g.detach().reshape(n, d)[:take].to("cpu", copy=True)
-                        cap.grad_calls += 1
+                        spool_write(cap, lambda: cap.add_grad(slot, g.reshape(n, d)[:take],
+                                                              torch))
                     y.register_hook(ghook)
 
         handles.append(m.register_forward_hook(hook))
@@ -675,7 +822,7 @@ def attr_path(v, self_value):
     return None
 
 
-def run_scripted(a, sm, args, kwargs, log, torch):
+def run_scripted(a, sm, args, kwargs, spool, log, torch, np):
     if kwargs:
         raise Fail("a TorchScript model takes positional inputs only; the inputs are a dict")
     if a.classes:
@@ -739,7 +886,8 @@ def run_scripted(a, sm, args, kwargs, log, torch):
         if cap is None:
             kind, ksrc = default_kind(name, "aten::layer_norm", True, a.norm_kind)
             cap = Capture(name, "aten::layer_norm", kind, ksrc, float(e),
-                          "graph constant" if eps is not None else "graph value")
+                          "graph constant" if eps is not None else "graph value", spool,
+                          len(caps) + 1)
             byname[name] = cap
             caps.append(cap)
         cap.calls += 1
@@ -752,13 +900,12 @@ def run_scripted(a, sm, args, kwargs, log, torch):
             continue
         nrow = x.numel() // d
         take = nrow if not a.tokens else min(nrow, a.tokens - cap.rows)
-        cap.xs.append(x.detach().reshape(nrow, d)[:take].to("cpu", copy=True))
-        cap.ys.append(y.detach().reshape(nrow, d)[:take].to("cpu", copy=True))
-        cap.rows += take
+        spool_write(cap, lambda: cap.add_rows(x.detach().reshape(nrow, d)[:take],
+                                              y.detach().reshape(nrow, d)[:take], a, torch, np))
         if a.grad:
-            cap.gs.append(None)
             cap.call_rows.append(take)
-            outs.append((cap, len(cap.gs) - 1, y, nrow, d, take))
+            cap.grad_got.append(False)
+            outs.append((cap, len(cap.call_rows) - 1, y, nrow, d, take))
     if a.grad:
         need = [t for t in outs if t[2].requires_grad]
         if not need:
@@ -768,42 +915,36 @@ def run_scripted(a, sm, args, kwargs, log, torch):
         grads = torch.autograd.grad(loss, [t[2] for t in need], allow_unused=True)
         for (cap, slot, _, nrow, d, take), gr in zip(need, grads):
             if gr is not None:
-                cap.gs[slot] = gr.detach().reshape(nrow, d)[:take].to("cpu", copy=True)
-                cap.grad_calls += 1
+                spool_write(cap, lambda: cap.add_grad(slot, gr.reshape(nrow, d)[:take], torch))
     log.progress(f"run took {time.time() - t0:.2f} s")
     return caps
 
 
 # ------------------------------------------------------------------ checking
 
-def finish(caps, a, log, torch, np):
-    """Concatenates the calls, checks output == norm(input) * w + b (switching
-    the inferred kind or Gemma's (1 + w) when only that fits), and drops
+def finish(caps, a, log, torch):
+    """Settles each module's kind and weight from its self-check (switching
+    the inferred kind, or Gemma's (1 + w), when only that fits the captured
+    output), fills the gradient slots that got nothing with zeros, and drops
     modules that gave nothing."""
     kept = []
     for c in caps:
-        if not c.xs:
+        if not c.rows:
             if not c.warned:
                 log.warn(f"{c.name}: " + ("never called" if not c.calls else "nothing captured")
                          + "; left out")
             continue
-        c.x = torch.cat(c.xs)
-        c.y = torch.cat(c.ys)
-        c.xs = c.ys = None
         if a.grad:
             if c.grad_calls == 0:
                 log.warn(f"{c.name}: no gradient reached its output; no grad_output")
-                c.g = None
             else:
-                parts = [g if g is not None else torch.zeros(rows, c.d)
-                         for g, rows in zip(c.gs, c.call_rows)]
-                if any(g is None for g in c.gs):
+                if not all(c.grad_got):
                     log.warn(f"{c.name}: some calls got no gradient; zeros there")
-                c.g = torch.cat(parts)
-        else:
-            c.g = None
-        c.gs = None
-        self_check(c, log, torch, np)
+                # the slots never written read as zeros (a sparse tail or hole)
+                with open(c.path("grad_output"), "r+b") as f:
+                    f.truncate(c.rows * c.d * ITEMSIZE[c.dtype["grad_output"]])
+                c.has_grad = True
+        decide(c, log, torch)
         kept.append(c)
     if not kept:
         raise Fail("no hooked module captured anything (were they called with a tensor?)", 1)
@@ -824,40 +965,31 @@ def recompute(x, kind, eps, w, b, np):
     return y
 
 
-def self_check(c, log, torch, np):
-    x = c.x.double().numpy()
-    y = c.y.double().numpy()
-    ok = np.isfinite(x).all(axis=1) & np.isfinite(y).all(axis=1)
-    if not ok.any():
+def decide(c, log, torch):
+    """c.check: max |output - norm(input) * w + b| over the captured rows
+    (float64, before any --dtype rounding), for the kind and weight kept."""
+    if not c.finite_rows:
         c.check = float("nan")
         return
-    x, y = x[ok], y[ok]
-    w = c.weight.double().numpy() if c.weight is not None else None
-    b = c.bias.double().numpy() if c.bias is not None else None
     # float32 outputs agree to ~1e-6 relative; half precision to ~1e-3
-    tol = (1e-3 if c.y.dtype in (torch.float32, torch.float64) else 3e-2) \
-        * max(1.0, float(np.abs(y).max()))
-
-    def diff(kind, wo):
-        return float(np.abs(recompute(x, kind, c.eps, wo, b, np) - y).max())
-
-    best = diff(c.kind, w)
-    if c.kind == "rmsnorm" and b is not None:
+    tol = (1e-3 if c.source_dtype in ("float32", "float64") else 3e-2) * max(1.0, c.ymax)
+    best = c.diffs[(c.kind, 0)]
+    if c.kind == "rmsnorm" and c.bias is not None:
         log.warn(f"{c.name}: an RMSNorm-like module with a bias; the bias is written but "
                  "normcmp's RMSNorm has none")
     if best > tol and c.kind_source != "--norm-kind":
         other = "rmsnorm" if c.kind == "layernorm" else "layernorm"
-        d2 = diff(other, w)
+        d2 = c.diffs[(other, 0)]
         if d2 <= tol:
             log.warn(f"{c.name}: {c.cls} taken as {c.kind} from its {c.kind_source}, but its "
                      f"output is {other} of its input; using {other} (override with --norm-kind)")
             c.kind, c.kind_source, best = other, "output check", d2
-    if best > tol and w is not None:
-        d3 = diff(c.kind, 1 + w)
+    if best > tol and c.weight is not None:
+        d3 = c.diffs[(c.kind, 1)]
         if d3 <= tol:
             log.warn(f"{c.name}: the output is {c.kind} * (1 + weight) (Gemma style); "
                      "writing 1 + weight as the weight")
-            c.weight = c.weight + 1
+            c.weight = c.weight.double() + 1
             c.weight_offset = 1
             best = d3
     if best > tol:
@@ -866,48 +998,156 @@ def self_check(c, log, torch, np):
     c.check = best
 
 
-
 # ------------------------------------------------------------------ writing
 
-def encode(t, dtype, torch, np):
-    """Little-endian bytes of a CPU tensor in the requested dtype."""
-    t = t.detach().contiguous()
-    if dtype == "f32":
-        return t.float().numpy().astype("<f4").tobytes(), "F32"
-    if dtype == "f16":
-        return t.float().numpy().astype("<f2").tobytes(), "F16"
-    bits = t.float().to(torch.bfloat16).view(torch.int16).numpy().astype("<i2")
-    return bits.tobytes(), "BF16"
+def module_meta(c):
+    m = {f"{c.name}.class": c.cls, f"{c.name}.norm": c.kind,
+         f"{c.name}.norm_source": c.kind_source, f"{c.name}.eps": repr(c.eps),
+         f"{c.name}.eps_source": c.eps_source, f"{c.name}.calls": str(c.calls),
+         f"{c.name}.source_dtype": c.source_dtype,
+         f"{c.name}.check_max_abs_diff": f"{c.check:.3g}"}
+    if c.weight_offset:
+        m[f"{c.name}.weight_offset"] = "1 (the module multiplies by 1 + weight)"
+    return m
 
 
-def write_safetensors(path, tensors, metadata):
-    """tensors: list of (name, shape, dtype string, bytes)."""
+def module_tensors(c, a, torch):
+    """(name, shape, wire dtype, nbytes, source): source is a spool file to
+    copy or the bytes themselves (weight and bias)."""
+    out = []
+    for role in ("input", "output"):
+        dt = c.dtype[role]
+        out.append((f"{c.name}.{role}", (c.rows, c.d), dt, c.rows * c.d * ITEMSIZE[dt],
+                    c.path(role)))
+    for role, t in (("weight", c.weight), ("bias", c.bias)):
+        if t is None:
+            continue
+        if a.dtype != "keep":
+            dt = wire_dtype(None, a.dtype)
+        else:  # as the module holds it; 1 + weight (Gemma) in float32
+            dt = "F32" if role == "weight" and c.weight_offset else wire_dtype(t.dtype, "keep")
+        buf = io.BytesIO()
+        write_block(buf, t.reshape(1, -1), dt, torch)
+        data = buf.getvalue()
+        out.append((f"{c.name}.{role}", (c.d,), dt, len(data), data))
+    if c.has_grad:
+        dt = c.dtype["grad_output"]
+        out.append((f"{c.name}.grad_output", (c.rows, c.d), dt, c.rows * c.d * ITEMSIZE[dt],
+                    c.path("grad_output")))
+    return out
+
+
+def copy_file(dst, path, n):
+    """Appends the n bytes of file path to the unbuffered file dst, in the
+    kernel where it can (copy_file_range), else through a 1 MB buffer."""
+    with open(path, "rb") as src:
+        left = n
+        if hasattr(os, "copy_file_range"):
+            try:
+                while left:
+                    k = os.copy_file_range(src.fileno(), dst.fileno(), left)
+                    if k == 0:
+                        break
+                    left -= k
+            except OSError:
+                pass  # another file system, or not supported: copy below
+        while left:
+            chunk = src.read(min(left, 1 << 20))
+            if not chunk:
+                break
+            dst.write(chunk)
+            left -= len(chunk)
+    if left:
+        raise Fail(f"{path}: {left} bytes short while assembling the dump", 1)
+
+
+def write_safetensors(path, tensors, metadata, log, what):
+    """tensors: module_tensors entries, written in order after the header;
+    the spool files are deleted once copied. Temporary name, then rename."""
     header, off = {}, 0
-    for name, shape, dt, data in tensors:
-        header[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + len(data)]}
-        off += len(data)
+    for name, shape, dt, nbytes, _ in tensors:
+        header[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + nbytes]}
+        off += nbytes
     header["__metadata__"] = metadata
     hj = json.dumps(header, separators=(",", ":")).encode("utf-8")
     hj += b" " * (-len(hj) % 8)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
     try:
-        with open(tmp, "wb") as f:
-            f.write(struct.pack("<Q", len(hj)))
-            f.write(hj)
-            for _, _, _, data in tensors:
-                f.write(data)
+        with open(tmp, "wb", buffering=0) as f:
+            f.write(struct.pack("<Q", len(hj)) + hj)
+            for name, _, _, nbytes, src in tensors:
+                if isinstance(src, bytes):
+                    f.write(src)
+                else:
+                    copy_file(f, src, nbytes)
+                    os.unlink(src)
+                log.progress(f"{what}: {name} ({nbytes / 1e6:.1f} MB)")
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    return 8 + len(hj) + off
 
 
-def write_config(path, out, name, caps):
+def write_one_file(a, caps, meta, log, torch):
+    tensors = []
+    for c in caps:
+        tensors += module_tensors(c, a, torch)
+        meta.update(module_meta(c))
+    return write_safetensors(a.out, tensors, meta, log, "writing"), [a.out] * len(caps)
+
+
+def write_folder(a, caps, meta, log, torch):
+    """One shard per module, as Hugging Face names them, and the index;
+    built in a scratch folder beside OUT, then moved into place."""
+    out = a.out.rstrip("/") or a.out
+    parent = os.path.dirname(os.path.abspath(out))
+    stage = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.tmp", dir=parent)
+    try:
+        weight_map, files, total = {}, [], 0
+        for k, c in enumerate(caps):
+            fn = f"model-{k + 1:05d}-of-{len(caps):05d}.safetensors"
+            tensors = module_tensors(c, a, torch)
+            m = dict(meta)
+            m.update(module_meta(c))
+            write_safetensors(os.path.join(stage, fn), tensors, m, log,
+                              f"shard {k + 1}/{len(caps)}")
+            total += sum(t[3] for t in tensors)
+            weight_map.update({t[0]: fn for t in tensors})
+            files.append(os.path.join(out, fn))
+        with open(os.path.join(stage, INDEX_NAME), "w") as f:
+            json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f,
+                      indent=2)
+            f.write("\n")
+        umask = os.umask(0o22)
+        os.umask(umask)
+        os.chmod(stage, 0o777 & ~umask)  # mkdtemp made it private
+        if os.path.isdir(out):
+            shutil.rmtree(out)  # a previous dump (checked by check_out)
+        os.replace(stage, out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    size = sum(os.path.getsize(f) for f in files)
+    return size, files
+
+
+def check_out(a):
+    """A folder OUT must be new, empty, or a dump this script wrote."""
+    if a.sharded and os.path.exists(a.out):
+        if not os.path.isdir(a.out):
+            raise Fail(f"--out: {a.out} is a file (a folder of shards was asked for: a name "
+                       "ending in .safetensors writes one file)")
+        names = os.listdir(a.out)
+        if names and INDEX_NAME not in names:
+            raise Fail(f"--out: {a.out} is a folder that holds other files (expected a new or "
+                       f"empty folder, or a dump with {INDEX_NAME})")
+
+
+def write_config(path, target, name, caps):
     folder = os.path.dirname(os.path.abspath(path))
-    rel = os.path.relpath(os.path.abspath(out), folder)
+    rel = os.path.relpath(os.path.abspath(target), folder)
     cfg = {"name": name, "layers": [
         {"file": rel, "tensor": f"{c.name}.input", "norm": c.kind, "eps": c.eps}
         for c in caps]}
@@ -919,69 +1159,95 @@ def write_config(path, out, name, caps):
     os.replace(tmp, path)
 
 
+# ------------------------------------------------------------------ interpreter
+
+def import_torch(argv):
+    """(torch, numpy), or re-executes this script under the interpreter that
+    has them (Debian's /usr/bin/python3 with python3-torch, or
+    $NORMCMP_TORCH_PYTHON), or fails saying what to install and how."""
+    try:
+        import numpy as np
+        import torch
+        return torch, np
+    except ImportError as e:
+        missing = one_line(e)
+    other = os.environ.get("NORMCMP_TORCH_PYTHON", "/usr/bin/python3")
+    tried = os.environ.get("NORMCMP_DUMP_REEXEC")
+    if not tried and other and os.access(other, os.X_OK):
+        try:
+            ok = subprocess.run([other, "-c", "import torch, numpy"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, timeout=300).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        if ok:
+            env = dict(os.environ, NORMCMP_DUMP_REEXEC=sys.executable or "python3")
+            env.pop("PYTHONHOME", None)
+            if "-q" not in argv and "--quiet" not in argv:
+                print(f"{PROG}: {sys.executable} cannot import PyTorch and NumPy ({missing}); "
+                      f"running under {other}, which can", file=sys.stderr, flush=True)
+            sys.stdout.flush()
+            os.execve(other, [other, os.path.abspath(__file__)] + list(argv), env)
+    where = f"{sys.executable}" + (f" (and {other})" if other and other != sys.executable else "")
+    if tried:
+        where = f"{tried} and {sys.executable}"
+    raise Fail(f"needs PyTorch and NumPy, which {where} cannot import ({missing}). Install them: "
+               "on Debian/Ubuntu `sudo apt-get install python3-torch python3-numpy` (or "
+               "`scripts/deps.sh test`) and run with /usr/bin/python3; elsewhere "
+               "`python3 -m pip install torch numpy`")
+
+
+# ------------------------------------------------------------------ main
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     a = parse_args(argv)
     log = Log(a.quiet)
-    try:
-        import numpy as np
-        import torch
-    except ImportError as e:
-        raise Fail(f"needs PyTorch and NumPy ({one_line(e)}; Debian: scripts/deps.sh torch)")
+    torch, np = import_torch(argv)
+    check_out(a)
     t0 = time.time()
     model, scripted, model_mod = build_model(a, log, torch)
     args, kwargs, in_desc = build_inputs(a, model, model_mod, log, torch)
-    if scripted:
-        caps = run_scripted(a, model, args, kwargs, log, torch)
-    else:
-        caps = run_hooked(a, model, args, kwargs, log, torch)
-    caps = finish(caps, a, log, torch, np)
-
-    tensors = []
-    meta = {"format": "normcmp activation dump", "tool": TOOL,
-            "command": " ".join(shlex.quote(s) for s in [sys.argv[0]] + list(argv)),
-            "model": a.model or a.checkpoint, "inputs": in_desc,
-            "torch": torch.__version__, "dtype": a.dtype, "tokens_limit": str(a.tokens),
-            "modules": json.dumps([c.name for c in caps])}
-    if a.model_args:
-        meta["model_args"] = json.dumps(a.model_args)
-    if a.checkpoint:
-        meta["checkpoint"] = a.checkpoint
-    if a.grad:
-        meta["loss"] = a.loss or "sum of squares of the model output"
-    if scripted:
-        meta["capture"] = "TorchScript graph outputs (aten::layer_norm)"
-    else:
-        meta["capture"] = "forward hooks"
-    for c in caps:
-        parts = [("input", c.x), ("output", c.y)]
-        if c.weight is not None:
-            parts.append(("weight", c.weight))
-        if c.bias is not None:
-            parts.append(("bias", c.bias))
-        if c.g is not None:
-            parts.append(("grad_output", c.g))
-        for suffix, t in parts:
-            data, dt = encode(t, a.dtype, torch, np)
-            tensors.append((f"{c.name}.{suffix}", tuple(t.shape), dt, data))
-        meta[f"{c.name}.class"] = c.cls
-        meta[f"{c.name}.norm"] = c.kind
-        meta[f"{c.name}.norm_source"] = c.kind_source
-        meta[f"{c.name}.eps"] = repr(c.eps)
-        meta[f"{c.name}.eps_source"] = c.eps_source
-        meta[f"{c.name}.calls"] = str(c.calls)
-        meta[f"{c.name}.source_dtype"] = str(c.y.dtype).replace("torch.", "")
-        meta[f"{c.name}.check_max_abs_diff"] = f"{c.check:.3g}"
-        if c.weight_offset:
-            meta[f"{c.name}.weight_offset"] = "1 (the module multiplies by 1 + weight)"
-    write_safetensors(a.out, tensors, meta)
+    parent = os.path.dirname(os.path.abspath(a.out.rstrip("/") or a.out))
+    try:
+        os.makedirs(parent, exist_ok=True)
+        spool = tempfile.mkdtemp(prefix=".dump_activations.spool", dir=parent)
+    except OSError as e:
+        raise Fail(f"--out: cannot create a folder in {parent}: {e.strerror or e}", 1)
+    try:
+        if scripted:
+            caps = run_scripted(a, model, args, kwargs, spool, log, torch, np)
+        else:
+            caps = run_hooked(a, model, args, kwargs, spool, log, torch, np)
+        caps = finish(caps, a, log, torch)
+        meta = {"format": "normcmp activation dump", "tool": TOOL,
+                "command": " ".join(shlex.quote(s) for s in [sys.argv[0]] + list(argv)),
+                "model": a.model or a.checkpoint, "inputs": in_desc,
+                "torch": torch.__version__, "dtype": a.dtype, "tokens_limit": str(a.tokens),
+                "modules": json.dumps([c.name for c in caps])}
+        if a.model_args:
+            meta["model_args"] = json.dumps(a.model_args)
+        if a.checkpoint:
+            meta["checkpoint"] = a.checkpoint
+        if a.grad:
+            meta["loss"] = a.loss or "sum of squares of the model output"
+        meta["capture"] = ("TorchScript graph outputs (aten::layer_norm)" if scripted
+                           else "forward hooks")
+        if a.sharded:
+            size, _ = write_folder(a, caps, meta, log, torch)
+            target = os.path.join(a.out.rstrip("/"), INDEX_NAME)
+        else:
+            size, _ = write_one_file(a, caps, meta, log, torch)
+            target = a.out
+    except OSError as e:
+        raise Fail(f"--out: cannot write {a.out}: {e.strerror or e}", 1)
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
     if a.config:
-        write_config(a.config, a.out, a.name, caps)
-    rows = sorted({c.x.shape[0] for c in caps})
-    size = os.path.getsize(a.out)
+        write_config(a.config, target, a.name, caps)
+    rows = sorted({c.rows for c in caps})
     print(f"wrote {a.out}: {len(caps)} modules, {'/'.join(map(str, rows))} tokens each, "
-          f"{size / 1e6:.2f} MB" + (f"; config {a.config}" if a.config else "")
-          + f" ({time.time() - t0:.1f} s)")
+          f"{size / 1e6:.2f} MB" + (f" in {len(caps)} shards" if a.sharded else "")
+          + (f"; config {a.config}" if a.config else "") + f" ({time.time() - t0:.1f} s)")
     return 0
 
 

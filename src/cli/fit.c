@@ -45,6 +45,7 @@ enum {
     OPT_DPI,
     OPT_CURVES,
     OPT_SHARD,
+    OPT_LEGEND,
 };
 
 static const struct option fit_options[] = {
@@ -76,6 +77,7 @@ static const struct option fit_options[] = {
     {"size", required_argument, NULL, OPT_SIZE},
     {"dpi", required_argument, NULL, OPT_DPI},
     {"curves", required_argument, NULL, OPT_CURVES},
+    {"legend", required_argument, NULL, OPT_LEGEND},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -262,14 +264,18 @@ static const char plot_help[] =
     "the ones specific to it:\n"
     "\n"
     "      --figure TYPES         scatter, scatter-grid, by-token, by-channel, jacobian,\n"
-    "                             alpha-std, tanh-family, outlier-steps (comma-separated,\n"
-    "                             repeatable; outlier-steps needs --experiment outlier-steps)\n"
+    "                             alpha-std, alpha-depth, tanh-family, outlier-steps\n"
+    "                             (comma-separated, repeatable; outlier-steps needs\n"
+    "                             --experiment outlier-steps)\n"
     "      --layer PATTERN        only these layers (name or glob; repeatable; default all)\n"
     "      --format LIST          png, pdf, svg (comma-separated; default png)\n"
     "      --size WxH             figure size in inches (default per figure, e.g. 7x5.2)\n"
     "      --dpi N                resolution of PNGs, 10..2400 (default 150)\n"
     "      --curves LIST          fits drawn on scatter/jacobian figures (default\n"
-    "                             linear,dyt,dyisru; jacobian adds the theory curves)\n";
+    "                             linear,dyt,dyisru; jacobian adds the theory curves)\n"
+    "      --legend WHERE         auto (default: inside where it hides no data, else\n"
+    "                             below), none, outside, or a corner: upper-left,\n"
+    "                             upper-right, lower-left, lower-right, center, ...\n";
 
 enum { MODE_FIT, MODE_JACOBIAN, MODE_PLOT };
 
@@ -300,6 +306,7 @@ typedef struct fig_opts {
     unsigned formats;
     double w, h, dpi;
     bool curves[NC_FIT_COUNT];
+    int legend; /* an nc_legend_pos */
     bool jacobian_off;
 } fig_opts;
 
@@ -316,6 +323,7 @@ static int add_figures(nc_config *cfg, const fig_opts *fo, nc_err *err)
         f->height_in = fo->h;
         f->dpi = fo->dpi;
         memcpy(f->curves, fo->curves, sizeof f->curves);
+        f->legend = fo->legend;
         if (fo->nlayers) {
             if (!(f->layers = calloc(fo->nlayers, sizeof *f->layers)))
                 return nc_err_set(err, NC_ENOMEM, "out of memory");
@@ -467,7 +475,7 @@ static int figure_kinds(const char *arg, fit_args *a)
         if (n >= 31 || !nc_fig_kind_parse(name, &kind))
             return cli_usage_error(a->cmd, "--figure: expected scatter, scatter-grid, "
                                    "by-token, by-channel, jacobian, alpha-std, "
-                                   "tanh-family or outlier-steps, got '%s'", name);
+                                   "alpha-depth, tanh-family or outlier-steps, got '%s'", name);
         if (a->fo.nkinds < NC_FIG_COUNT)
             a->fo.kinds[a->fo.nkinds++] = kind;
         p += n + (p[n] == ',');
@@ -511,6 +519,13 @@ static int figure_option(int c, const char *arg, fit_args *a, nc_err *err)
         return OPT_DONE;
     case OPT_CURVES:
         return nc_fits_parse(arg, fo->curves, err) ? cli_fail(err) : OPT_DONE;
+    case OPT_LEGEND:
+        if (!nc_fig_legend_parse(arg, &fo->legend))
+            return cli_usage_error(a->cmd, "--legend: expected auto, none, outside, upper-left, "
+                                   "upper-right, lower-left, lower-right, right, center-left, "
+                                   "center-right, lower-center, upper-center or center, got "
+                                   "'%s'", arg);
+        return OPT_DONE;
     default:
         return OPT_NOT_MINE;
     }

@@ -390,7 +390,7 @@ static int run_figures(const shard *s0, const cJSON *root, const char *command, 
     nc_fig_spec *keep = calloc(cfg->nfigures + 1, sizeof *keep);
     for (size_t k = 0; keep && k < cfg->nfigures; k++) {
         nc_fig_kind kind = cfg->figures[k].kind;
-        if (kind == NC_FIG_ALPHA_STD || kind == NC_FIG_TANH_FAMILY)
+        if (kind == NC_FIG_ALPHA_STD || kind == NC_FIG_ALPHA_DEPTH || kind == NC_FIG_TANH_FAMILY)
             keep[nkeep++] = cfg->figures[k];
         else if (kind == NC_FIG_SCATTER_GRID && !quiet)
             fprintf(stderr, "normcmp: merge: figure 'scatter-grid' draws every layer's points "

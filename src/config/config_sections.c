@@ -139,7 +139,7 @@ int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_fig_spec *f)
         return rc;
     nc_config_child_path(p, path, "type");
     const char *kinds = "one of: scatter, scatter-grid, by-token, by-channel, jacobian, "
-                        "alpha-std, tanh-family, outlier-steps";
+                        "alpha-std, alpha-depth, tanh-family, outlier-steps";
     bool ok = type && nc_fig_kind_parse(type, &f->kind);
     free(type);
     if (!ok)
@@ -195,7 +195,7 @@ int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_fig_spec *f)
         free(legend);
         if (!known) {
             nc_config_child_path(p, path, "legend");
-            return bad(w, p, "a legend position (auto, none, upper left, upper right, lower "
+            return bad(w, p, "a legend position (auto, none, outside, upper left, upper right, lower "
                              "left, lower right, right, center left, center right, lower "
                              "center, upper center, center)");
         }

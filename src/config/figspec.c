@@ -8,7 +8,7 @@
 
 static const char *const kind_names[NC_FIG_COUNT] = {
     "scatter", "scatter-grid", "by-token", "by-channel", "jacobian", "alpha-std", "tanh-family",
-    "outlier-steps",
+    "outlier-steps", "alpha-depth",
 };
 
 const char *nc_fig_kind_name(nc_fig_kind kind)
@@ -33,6 +33,7 @@ bool nc_fig_legend_parse(const char *s, int *pos)
         int pos;
     } names[] = {{"auto", NC_LEGEND_AUTO},
                  {"none", NC_LEGEND_NONE},
+                 {"outside", NC_LEGEND_OUTSIDE},
                  {"upper right", NC_LEGEND_UPPER_RIGHT},
                  {"upper left", NC_LEGEND_UPPER_LEFT},
                  {"lower left", NC_LEGEND_LOWER_LEFT},
@@ -43,8 +44,15 @@ bool nc_fig_legend_parse(const char *s, int *pos)
                  {"lower center", NC_LEGEND_LOWER_CENTER},
                  {"upper center", NC_LEGEND_UPPER_CENTER},
                  {"center", NC_LEGEND_CENTER}};
+    char t[32];
+    size_t n = 0;
+    for (; s[n] && n + 1 < sizeof t; n++)
+        t[n] = s[n] == '-' || s[n] == '_' ? ' ' : s[n];
+    t[n] = '\0';
+    if (s[n])
+        return false;
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        if (strcmp(s, names[k].name) == 0) {
+        if (strcmp(t, names[k].name) == 0) {
             *pos = names[k].pos;
             return true;
         }

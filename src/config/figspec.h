@@ -22,6 +22,7 @@ typedef enum nc_fig_kind {
     NC_FIG_ALPHA_STD,
     NC_FIG_TANH_FAMILY,
     NC_FIG_OUTLIER_STEPS,
+    NC_FIG_ALPHA_DEPTH,
     NC_FIG_COUNT
 } nc_fig_kind;
 
@@ -32,9 +33,10 @@ bool nc_fig_kind_parse(const char *s, nc_fig_kind *kind);
 /* Output formats, as bits of nc_fig_spec.formats. */
 enum { NC_FIGFMT_PNG = 1, NC_FIGFMT_PDF = 2, NC_FIGFMT_SVG = 4 };
 
-/* Parses a legend position: "auto", "none", "upper left", "upper right",
- * "lower left", "lower right", "right", "center left", "center right",
- * "lower center", "upper center", "center". */
+/* Parses a legend position: "auto", "none", "outside", "upper left",
+ * "upper right", "lower left", "lower right", "right", "center left",
+ * "center right", "lower center", "upper center", "center" ('-' or '_'
+ * may stand for the space: "upper-left"). */
 bool nc_fig_legend_parse(const char *s, int *pos);
 
 /* Parses "png,pdf,svg" (any non-empty subset) into *formats. */
@@ -62,11 +64,13 @@ typedef struct nc_fig_spec {
 /* Releases what a spec owns (not the spec itself). */
 void nc_fig_spec_clear(nc_fig_spec *spec);
 
-/* Where the legend goes, inside the frame. AUTO picks, among the nine
- * Matplotlib positions, the one covering the least ink (curves, markers,
- * lines and the density cloud), preferring the earlier in the order
- * upper right, upper left, lower left, lower right, right, center left,
- * center right, lower center, upper center, center. */
+/* Where the legend goes. AUTO picks, among the nine Matplotlib positions
+ * inside the frame, the one covering the least ink (curves, markers, lines
+ * and the density cloud), preferring the earlier in the order upper right,
+ * upper left, lower left, lower right, right, center left, center right,
+ * lower center, upper center, center; when even that one would cover a
+ * curve, a marker or more than a sliver of the cloud, the legend goes
+ * OUTSIDE: a strip below the panels (plot/figure.h). */
 typedef enum nc_legend_pos {
     NC_LEGEND_AUTO = 0,
     NC_LEGEND_UPPER_RIGHT,
@@ -79,7 +83,8 @@ typedef enum nc_legend_pos {
     NC_LEGEND_LOWER_CENTER,
     NC_LEGEND_UPPER_CENTER,
     NC_LEGEND_CENTER,
-    NC_LEGEND_NONE, /* no legend even when entries have labels */
+    NC_LEGEND_NONE,    /* no legend even when entries have labels */
+    NC_LEGEND_OUTSIDE, /* in a strip below the panels */
 } nc_legend_pos;
 
 #endif

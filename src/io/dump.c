@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,7 +174,11 @@ static int open_file(const char *path, bool shards_ok, nc_dump **out, nc_err *er
         goto out;
     }
     dump->len = (size_t)st.st_size;
-    void *m = mmap(NULL, dump->len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    /* no MAP_POPULATE: a model's files are mapped whole at once, but each
+     * layer's tensors are brought in (nc_dump_advise) only while the layer
+     * is analysed and dropped from this process afterwards, so memory stays
+     * bounded by about one layer (docs/whole_models.md) */
+    void *m = mmap(NULL, dump->len, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m == MAP_FAILED) {
         int e = errno;
         rc = nc_err_set_errno(err, e == ENOMEM ? NC_ENOMEM : NC_EIO, e,
@@ -182,7 +187,6 @@ static int open_file(const char *path, bool shards_ok, nc_dump **out, nc_err *er
     }
     dump->map = m;
     map_track(dump->map, dump->len, path);
-    madvise(m, dump->len, MADV_WILLNEED);
 
     static const unsigned char npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
     if (dump->len >= 6 && memcmp(dump->map, npy_magic, 6) == 0) {
@@ -477,6 +481,38 @@ bool nc_glob_match(const char *pattern, const char *name)
     return fnmatch(pattern, name, 0) == 0;
 }
 
+/* Hashes a mapping in 8 MB steps, dropping each step's pages from this
+ * process once hashed (they stay in the page cache): hashing a model's
+ * files does not make them all resident at once. */
+static void hash_mapped(nc_sha256 *c, const unsigned char *map, size_t len)
+{
+    const size_t step = (size_t)8 << 20; /* a multiple of the page size */
+    for (size_t at = 0; at < len; at += step) {
+        size_t n = len - at < step ? len - at : step;
+        nc_sha256_update(c, map + at, n);
+        madvise((void *)(map + at), n, MADV_DONTNEED);
+    }
+}
+
+void nc_dump_advise(const nc_tensor *t, bool need)
+{
+    if (!t || t->nbytes == 0 || !nc_dump_fault_path(t->data))
+        return; /* in memory (synthetic layers), not mapped: nothing to do */
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)t->data & ~(page - 1), e = (uintptr_t)t->data + t->nbytes;
+    void *start = (void *)a;
+    size_t len = (size_t)(e - a);
+    if (!need) {
+        madvise(start, len, MADV_DONTNEED);
+        return;
+    }
+#ifdef MADV_POPULATE_READ
+    if (madvise(start, len, MADV_POPULATE_READ) == 0)
+        return;
+#endif
+    madvise(start, len, MADV_WILLNEED); /* kernels before 5.14: read ahead only */
+}
+
 void nc_dump_sha256(nc_dump *dump, char hex[65])
 {
     if (!dump->have_sha) {
@@ -487,9 +523,9 @@ void nc_dump_sha256(nc_dump *dump, char hex[65])
                 nc_sha256_update(&c, dump->mem[i]->data, dump->mem[i]->nbytes);
         else if (dump->kind == KIND_SHARDS)
             for (size_t k = 0; k < dump->nparts; k++)
-                nc_sha256_update(&c, dump->parts[k]->map, dump->parts[k]->len);
+                hash_mapped(&c, dump->parts[k]->map, dump->parts[k]->len);
         else
-            nc_sha256_update(&c, dump->map, dump->len);
+            hash_mapped(&c, dump->map, dump->len);
         unsigned char h[32];
         nc_sha256_final(&c, h);
         for (int k = 0; k < 32; k++) {

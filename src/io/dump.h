@@ -81,4 +81,11 @@ void nc_dump_sha256(nc_dump *dump, char hex[65]);
  * which names the file that shrank while it was being read. */
 const char *nc_dump_fault_path(const void *addr);
 
+/* Memory of a mapped tensor (docs/whole_models.md): need = true maps its
+ * pages in at once (MADV_POPULATE_READ; read-ahead on older kernels) before
+ * a layer's passes; need = false drops them from this process afterwards
+ * (MADV_DONTNEED: they stay in the page cache, and a later read maps them
+ * again, so it only costs time). Does nothing for in-memory tensors. */
+void nc_dump_advise(const nc_tensor *t, bool need);
+
 #endif

@@ -548,12 +548,21 @@ int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err)
     for (size_t k = 0; k < plan->nlayers; k++) {
         if (!plan->layers[k].in_shard)
             continue; /* another shard's (run --shard) */
+        nc_plan_layer_memory(&plan->layers[k], true);
         int rc = run_layer(plan, &plan->layers[k], progress, err);
         if (rc)
             return rc;
+        nc_plan_layer_memory(&plan->layers[k], false); /* one layer resident at a time */
     }
     /* a shard's block would cover only its layers: merge writes the run's */
     return plan->cfg->shard_count ? 0 : run_summary(plan, err);
+}
+
+void nc_plan_layer_memory(const nc_plan_layer *l, bool need)
+{
+    nc_dump_advise(l->x, need);
+    for (int c = 0; c < NC_COMP_COUNT; c++)
+        nc_dump_advise(l->comp[c], need);
 }
 
 void nc_plan_close(nc_plan *plan)

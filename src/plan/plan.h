@@ -80,6 +80,12 @@ bool nc_plan_in_shard(const nc_config *cfg, size_t index);
  * be NULL. */
 int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err);
 
+/* Brings a layer's mapped tensors into memory (need) or drops them from
+ * the process (io/dump.h nc_dump_advise): nc_plan_run and the figures'
+ * passes hold one layer at a time, so a model's run stays bounded by about
+ * one layer's inputs. */
+void nc_plan_layer_memory(const nc_plan_layer *l, bool need);
+
 /* Frees the plan, its results and its dumps. Accepts NULL. */
 void nc_plan_close(nc_plan *plan);
 

@@ -138,9 +138,57 @@ int nc_ticks_linear(double lo, double hi, int target, nc_ticks *t, nc_err *err)
         t->v[i] = (double)(k0 + i) * step;
         maxabs = fmax(maxabs, fabs(t->v[i]));
     }
+    t->offset[0] = '\0';
+    double f = 1.0;
+    if (use_exponent_labels(maxabs, step) && maxabs > 0) {
+        /* Matplotlib's shared factor: plain mantissas, "x10^E" once */
+        int E = (int)floor(log10(maxabs) + 1e-9);
+        f = pow(10.0, E);
+        nc_superscript_power(E, t->offset, sizeof t->offset);
+    }
     for (size_t i = 0; i < t->n; i++)
-        nc_tick_format(t->v[i], step, maxabs, t->label[i], NC_TICK_LABEL_MAX);
+        nc_tick_format(t->v[i] / f, step / f, maxabs / f, t->label[i], NC_TICK_LABEL_MAX);
     return 0;
+}
+
+void nc_superscript_power(int e, char *buf, size_t cap)
+{
+    static const char *const sup[10] = {"\xe2\x81\xb0", "\xc2\xb9", "\xc2\xb2", "\xc2\xb3",
+                                        "\xe2\x81\xb4", "\xe2\x81\xb5", "\xe2\x81\xb6",
+                                        "\xe2\x81\xb7", "\xe2\x81\xb8", "\xe2\x81\xb9"};
+    char digits[16];
+    snprintf(digits, sizeof digits, "%d", e < 0 ? -e : e);
+    size_t o = (size_t)snprintf(buf, cap, "\xc3\x97" "10%s", e < 0 ? "\xe2\x81\xbb" : "");
+    for (const char *d = digits; *d && o < cap; d++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s", sup[*d - '0']);
+}
+
+const char *nc_fmt_num(char *buf, size_t cap, double v, int sig)
+{
+    double a = fabs(v);
+    if (!isfinite(v) || a == 0 || (a >= 1e-3 && a < 1e5)) {
+        snprintf(buf, cap, "%.*g", sig, v);
+        if (!strchr(buf, 'e'))
+            return buf;
+        int dec = sig - 1 - (int)floor(log10(a));
+        snprintf(buf, cap, "%.*f", dec > 0 ? dec : 0, v); /* 1900, not 1.9e+03 */
+        return buf;
+    }
+    int e = (int)floor(log10(a) + 1e-9);
+    double m = v / pow(10.0, e);
+    if (fabs(m) >= 9.9999999) { /* rounding of log10 */
+        e++;
+        m /= 10;
+    }
+    char pw[32];
+    nc_superscript_power(e, pw, sizeof pw);
+    snprintf(buf, cap, "%.*g%s", sig > 1 ? sig - 1 : 1, m, pw);
+    /* "1x10^5" reads better as "10^5" */
+    if (strncmp(buf, "1\xc3\x97", 3) == 0)
+        memmove(buf, buf + 3, strlen(buf + 3) + 1);
+    else if (strncmp(buf, "-1\xc3\x97", 4) == 0)
+        memmove(buf + 1, buf + 4, strlen(buf + 4) + 1);
+    return buf;
 }
 
 /* Label of m * 10^k (m in 1..9): plain decimals, or "10^k" for decades
@@ -152,7 +200,7 @@ static void format_log(int m, int k, bool plain, char *buf, size_t cap)
     else if (m == 1)
         snprintf(buf, cap, "10^%d", k);
     else
-        snprintf(buf, cap, "%de%d", m, k);
+        snprintf(buf, cap, "%d\xc3\x97" "10^%d", m, k);
 }
 
 /* How many of the mantissas mset[0..nm) times a power of ten lie in

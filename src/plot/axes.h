@@ -44,6 +44,8 @@ typedef struct nc_ticks {
     double step; /* linear: the tick spacing in data units; log: the spacing in decades (a
                     1-2-5 number) or, for 1-2-5 ticks inside decades, 0 */
     bool log;    /* computed by nc_ticks_log */
+    char offset[NC_TICK_LABEL_MAX]; /* "" or the factor shared by every label of the axis,
+                                       "\u00d710\u2076" (multiply the labels by it) */
 } nc_ticks;
 
 /* The smallest step 1, 2 or 5 times a power of ten that is >= raw (> 0,
@@ -88,5 +90,14 @@ void nc_range_symmetric(double lo, double hi, double *out_lo, double *out_hi);
  * lo > hi, or (log) lo <= 0. */
 int nc_range_nice(double lo, double hi, int target, bool log, double *out_lo, double *out_hi,
                   nc_err *err);
+
+/* "\u00d710" followed by e in Unicode superscript digits ("x10^-5" as
+ * one string that any font with those glyphs draws), into buf. */
+void nc_superscript_power(int e, char *buf, size_t cap);
+
+/* v with sig significant digits for a legend or title: "%g" within
+ * 1e-3 <= |v| < 1e5 (and 0), else "1.9\u00d710\u00b3" (never "1.9e+03");
+ * returns buf. */
+const char *nc_fmt_num(char *buf, size_t cap, double v, int sig);
 
 #endif

@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "analysis/surrogate.h"
+
 nc_rgb nc_rgb_hex(uint32_t rgb)
 {
     return (nc_rgb){((rgb >> 16) & 0xff) / 255.0, ((rgb >> 8) & 0xff) / 255.0,
@@ -25,6 +27,34 @@ nc_rgb nc_palette(int k)
     int n = (int)(sizeof OKABE_ITO / sizeof OKABE_ITO[0]);
     int i = k % n;
     return nc_rgb_hex(OKABE_ITO[i < 0 ? i + n : i]);
+}
+
+/* Paul Tol's "muted" scheme (colour-blind safe), less its colours close to
+ * the fit colours (rose, green), plus brown and black; sand, faint on a
+ * grey cloud, last. */
+static const uint32_t CATEGORICAL[8] = {0x332288, 0x44AA99, 0x882255, 0x999933,
+                                        0x88CCEE, 0x661100, 0x000000, 0xDDCC77};
+
+nc_rgb nc_cat_color(int k)
+{
+    int n = (int)(sizeof CATEGORICAL / sizeof CATEGORICAL[0]);
+    int i = k % n;
+    return nc_rgb_hex(CATEGORICAL[i < 0 ? i + n : i]);
+}
+
+/* The fitted curves' colours (Okabe-Ito), one per surrogate. */
+nc_rgb nc_fit_color(int id)
+{
+    switch (id) {
+    case NC_FIT_LINEAR: return nc_rgb_hex(0x555555);
+    case NC_FIT_DYT:
+    case NC_FIT_DYT_THEORY: return nc_rgb_hex(0xD55E00);
+    case NC_FIT_DYISRU:
+    case NC_FIT_DYISRU_THEORY: return nc_rgb_hex(0x009E73);
+    case NC_FIT_DYISRU_FREE: return nc_rgb_hex(0x0072B2);
+    case NC_FIT_DERF: return nc_rgb_hex(0xCC79A7);
+    default: return nc_rgb_hex(0xE69F00);
+    }
 }
 
 /* Matplotlib's viridis (van der Walt and Smith, CC0), its 256 entries. */

@@ -20,27 +20,12 @@
 #include <string.h>
 
 #include "plan/plan.h"
+#include "plot/axes.h"
 #include "plot/figure.h"
 
 #define CURVE_POINTS 600 /* samples of a fitted curve across the panel */
 #define DEFAULT_TOKENS 8
 #define MAX_FIG_CURVES 16
-
-/* The curve colour of a fit: one fixed colour per surrogate, theory curves
- * dashed in the colour of their family. */
-static nc_rgb fit_color(int id)
-{
-    switch (id) {
-    case NC_FIT_LINEAR: return nc_rgb_hex(0x555555);
-    case NC_FIT_DYT:
-    case NC_FIT_DYT_THEORY: return nc_palette(1);
-    case NC_FIT_DYISRU:
-    case NC_FIT_DYISRU_THEORY: return nc_palette(2);
-    case NC_FIT_DYISRU_FREE: return nc_palette(3);
-    case NC_FIT_DERF: return nc_palette(4);
-    default: return nc_palette(5);
-    }
-}
 
 static bool curve_wanted(const nc_fig_spec *spec, int id, bool jacobian)
 {
@@ -125,7 +110,7 @@ static bool sample_curve(job *j, const nc_layer_result *r, int id, double x0, do
     c->x = x;
     c->y = y;
     c->n = CURVE_POINTS;
-    c->color = fit_color(id);
+    c->color = nc_fit_color(id);
     c->width_pt = 1.6;
     c->dashed = s->theory;
     return true;
@@ -165,7 +150,7 @@ bool nc_fig_scatter_panel(job *j, const nc_plan_layer *pl, nc_panel *p, bool bri
     p->title = nc_fig_jprintf(j, "%s \xe2\x80\x94 %s, %zu \xc3\x97 %zu", pl->name,
                               norm_label(r->norm), r->N, r->d);
     p->xlabel = "input x";
-    p->ylabel = nc_fig_jprintf(j, "%s(x), before the affine part", norm_label(r->norm));
+    p->ylabel = nc_fig_jprintf(j, "%s(x), pre-affine", norm_label(r->norm));
     p->density_color = nc_rgb_hex(0x1f4e79);
     p->density_label = "all points";
     char nbuf[32];
@@ -179,7 +164,7 @@ bool nc_fig_scatter_panel(job *j, const nc_plan_layer *pl, nc_panel *p, bool bri
             continue;
         if (!sample_curve(j, r, id, p->x0, p->x1, false, &c[n]))
             return false;
-        c[n].label = fit_label(j, r, id, brief);
+        c[n].label = fit_label(j, r, id, brief || j->fig.width_in / j->fig.cols < 5.0);
         n++;
     }
     p->curves = c;
@@ -224,34 +209,27 @@ bool nc_fig_jacobian_panel(job *j, const nc_plan_layer *pl, nc_panel *p)
     return !j->oom;
 }
 
-/* by-token: tokens spread over the range of token scales, each drawn as
- * its points' line y = (x - mu_t) / s_t between its smallest and largest x. */
-bool nc_fig_by_token_panel(job *j, const nc_plan_layer *pl, nc_panel *p)
+/* Most points drawn per token (channels taken with a stride). */
+#define TOKEN_POINTS 400
+
+/* The used tokens of r ordered by scale (inv descending = scale
+ * ascending), into a job array; *used their count. */
+static size_t *tokens_by_scale(job *j, const nc_layer_tokens *tk, size_t *used)
 {
-    const nc_layer_result *r = &pl->result;
-    if (!nc_fig_scatter_panel(j, pl, p, true))
-        return false;
-    p->title = nc_fig_jprintf(j, "%s \xe2\x80\x94 points by token", pl->name);
-    p->density_color = nc_rgb_hex(0xb0b0b0);
-    p->density_label = "all tokens";
-    size_t want = j->spec->tokens ? j->spec->tokens : DEFAULT_TOKENS;
-    /* the used tokens ordered by scale (inv descending = scale ascending) */
-    const nc_layer_tokens *tk = &r->tok;
-    size_t used = 0;
+    size_t n = 0;
     for (size_t t = 0; t < tk->nt; t++)
-        used += tk->status[t] == NC_TOKEN_OK;
-    if (used == 0)
-        return true;
-    size_t *order = nc_fig_jalloc(j, used * sizeof *order);
+        n += tk->status[t] == NC_TOKEN_OK;
+    *used = n;
+    size_t *order = nc_fig_jalloc(j, (n ? n : 1) * sizeof *order);
     if (!order)
-        return false;
-    used = 0;
+        return NULL;
+    n = 0;
     for (size_t t = 0; t < tk->nt; t++)
         if (tk->status[t] == NC_TOKEN_OK)
-            order[used++] = t;
+            order[n++] = t;
     /* shell sort by inv, descending (qsort would need a global for the key) */
-    for (size_t gap = used / 3 + 1;; gap = gap / 3 + 1) {
-        for (size_t a = gap; a < used; a++) {
+    for (size_t gap = n / 3 + 1;; gap = gap / 3 + 1) {
+        for (size_t a = gap; a < n; a++) {
             size_t v = order[a], b = a;
             while (b >= gap && tk->inv[order[b - gap]] < tk->inv[v]) {
                 order[b] = order[b - gap];
@@ -262,41 +240,112 @@ bool nc_fig_by_token_panel(job *j, const nc_plan_layer *pl, nc_panel *p)
         if (gap == 1)
             break;
     }
+    return order;
+}
+
+/* want tokens spread evenly in log scale between the 5th and 95th
+ * percentile of the token scales (each the token nearest its target,
+ * no token twice): the paper's choice across scales, robust to one token
+ * of extreme scale. pick[] gets positions in order[]. */
+static size_t pick_tokens(const nc_layer_tokens *tk, const size_t *order, size_t used,
+                          size_t want, size_t *pick)
+{
     if (want > used)
         want = used;
-    nc_curve *c = nc_fig_jalloc(j, (p->ncurves + want) * sizeof *c);
-    double *row = nc_fig_jalloc(j, r->d * sizeof *row);
-    if (!c || !row)
-        return false;
-    memcpy(c, p->curves, p->ncurves * sizeof *c);
-    for (size_t k = 0; k < p->ncurves; k++)
-        c[k].width_pt = 1.2;
-    size_t n = p->ncurves;
+    double lo = -log(tk->inv[order[(size_t)(0.05 * (double)(used - 1))]]);
+    double hi = -log(tk->inv[order[(size_t)(0.95 * (double)(used - 1))]]);
+    size_t n = 0, pos = 0;
     for (size_t q = 0; q < want; q++) {
-        size_t t = order[want > 1 ? q * (used - 1) / (want - 1) : used / 2];
-        size_t tok = tk->index ? tk->index[t] : t;
-        nc_tensor_rows(pl->x, tok, 1, row);
-        double lo = row[0], hi = row[0];
-        for (size_t i = 1; i < r->d; i++) {
-            lo = row[i] < lo ? row[i] : lo;
-            hi = row[i] > hi ? row[i] : hi;
-        }
-        double *xy = nc_fig_jalloc(j, 4 * sizeof *xy);
-        if (!xy)
-            return false;
-        xy[0] = lo;
-        xy[1] = hi;
-        xy[2] = (lo - tk->centre[t]) * tk->inv[t];
-        xy[3] = (hi - tk->centre[t]) * tk->inv[t];
-        c[n] = (nc_curve){.x = xy, .y = xy + 2, .n = 2, .width_pt = 1.4,
-                          .color = nc_colormap(want > 1 ? 0.92 * q / (want - 1) : 0.5),
-                          .label = nc_fig_jprintf(j, "token %zu: scale %.3g", tok,
-                                                  1.0 / tk->inv[t])};
-        n++;
+        double target = want > 1 ? lo + (hi - lo) * (double)q / (double)(want - 1) : (lo + hi) / 2;
+        while (pos + 1 < used && -log(tk->inv[order[pos + 1]]) <= target)
+            pos++;
+        size_t best = pos;
+        if (pos + 1 < used && fabs(-log(tk->inv[order[pos + 1]]) - target) <
+                                  fabs(-log(tk->inv[order[pos]]) - target))
+            best = pos + 1;
+        if (n > 0 && best <= pick[n - 1])
+            best = pick[n - 1] + 1;
+        if (best >= used)
+            break;
+        pick[n++] = best;
     }
-    p->curves = c;
-    p->ncurves = n;
-    p->legend_title = "fits and tokens (slope 1/scale)";
+    return n;
+}
+
+/* by-token: the cloud in light grey, and tokens spread over the range of
+ * token scales drawn as points coloured by token (each token's points lie
+ * on its line y = (x - mu_t) / s_t). The x range is the 99.5th percentile
+ * of |x| over the drawn tokens' points, so one extreme token does not
+ * squeeze the rest; points beyond it are drawn at the frame as triangles
+ * pointing out. */
+bool nc_fig_by_token_panel(job *j, const nc_plan_layer *pl, nc_panel *p)
+{
+    const nc_layer_result *r = &pl->result;
+    const nc_layer_tokens *tk = &r->tok;
+    if (!nc_fig_scatter_panel(j, pl, p, true))
+        return false;
+    p->title = nc_fig_jprintf(j, "%s \xe2\x80\x94 points by token", pl->name);
+    p->ncurves = 0; /* the paper's figure: tokens only */
+    p->density_color = nc_rgb_hex(0xbbbbbb);
+    p->density_label = "all tokens";
+    size_t used, want = j->spec->tokens ? j->spec->tokens : DEFAULT_TOKENS;
+    size_t *order = tokens_by_scale(j, tk, &used);
+    size_t *pick = nc_fig_jalloc(j, (want ? want : 1) * sizeof *pick);
+    double *row = nc_fig_jalloc(j, r->d * sizeof *row);
+    size_t stride = r->d > TOKEN_POINTS ? (r->d + TOKEN_POINTS - 1) / TOKEN_POINTS : 1;
+    size_t per = (r->d + stride - 1) / stride;
+    nc_mark *m = nc_fig_jalloc(j, (want ? want : 1) * per * sizeof *m);
+    double *ax = nc_fig_jalloc(j, (want ? want : 1) * per * sizeof *ax);
+    if (!order || !pick || !row || !m || !ax)
+        return false;
+    size_t n = used ? pick_tokens(tk, order, used, want, pick) : 0, nm = 0;
+    for (size_t q = 0; q < n; q++) {
+        size_t t = order[pick[q]], tok = tk->index ? tk->index[t] : t;
+        char sb[32];
+        const char *label = nc_fig_jprintf(j, "%s", nc_fmt_num(sb, sizeof sb, 1.0 / tk->inv[t], 3));
+        nc_tensor_rows(pl->x, tok, 1, row);
+        for (size_t i = 0; i < r->d; i += stride) {
+            ax[nm] = fabs(row[i]);
+            m[nm++] = (nc_mark){row[i], (row[i] - tk->centre[t]) * tk->inv[t], nc_cat_color((int)q),
+                                NC_MARKER_CIRCLE, 2.8, label};
+        }
+    }
+    /* the x range: the 99.5th percentile of |x| of the drawn points */
+    double xm = p->x1;
+    if (nm > 0) {
+        size_t kq = (size_t)(0.995 * (double)(nm - 1));
+        for (size_t a = 0; a <= kq && a < nm; a++) /* partial selection: nm is small */
+            for (size_t b = a + 1; b < nm; b++)
+                if (ax[b] > ax[a]) {
+                    double t = ax[a];
+                    ax[a] = ax[b], ax[b] = t;
+                }
+        xm = fmin(p->x1, 1.08 * ax[nm - 1 - kq] > 0 ? 1.08 * ax[nm - 1 - kq] : p->x1);
+        xm = fmax(xm, 1.08 * ax[nm - 1]);
+    }
+    size_t beyond = 0;
+    for (size_t k = 0; k < nm; k++)
+        if (fabs(m[k].x) > xm) {
+            m[k].x = m[k].x > 0 ? xm : -xm;
+            m[k].shape = m[k].x > 0 ? NC_MARKER_TRIANGLE : NC_MARKER_TRIANGLE_DOWN;
+            beyond++;
+        }
+    double ym = 0;
+    for (size_t k = 0; k < nm; k++)
+        ym = fmax(ym, fabs(m[k].y));
+    p->x0 = -xm;
+    p->x1 = xm;
+    if (ym > 0 && ym < p->y1) {
+        p->y0 = -1.1 * ym;
+        p->y1 = 1.1 * ym;
+    }
+    p->marks = m;
+    p->nmarks = nm;
+    p->legend_title = stride > 1 ? nc_fig_jprintf(j, "token scales (1 channel in %zu)", stride)
+                                 : "token scales";
+    p->density_label = NULL;
+    if (beyond)
+        p->note = nc_fig_jprintf(j, "%zu points beyond the frame (\xe2\x96\xb2)", beyond);
     return !j->oom;
 }
 
@@ -306,7 +355,8 @@ bool nc_fig_by_token_panel(job *j, const nc_plan_layer *pl, nc_panel *p)
 /* by-channel: the cloud in grey, and the top outlier channels (by max |x|)
  * as coloured dots, one per token of a strided token sample, named in the
  * legend. Dots, not a mixed colour per pixel: an outlier channel must stay
- * visible where it crosses the dense core. */
+ * visible where it crosses the dense core; the channels' dots are
+ * interleaved (token by token), so none hides under another. */
 bool nc_fig_by_channel_panel(job *j, const nc_plan_layer *pl, nc_panel *p, size_t k)
 {
     const nc_layer_result *r = &pl->result;
@@ -314,35 +364,36 @@ bool nc_fig_by_channel_panel(job *j, const nc_plan_layer *pl, nc_panel *p, size_
     if (!nc_fig_scatter_panel(j, pl, p, true))
         return false;
     p->title = nc_fig_jprintf(j, "%s \xe2\x80\x94 points by channel", pl->name);
-    p->density_color = nc_rgb_hex(0xb0b0b0);
+    p->density_color = nc_rgb_hex(0xbbbbbb);
     p->density_label = "other channels";
     size_t used = 0;
     for (size_t t = 0; t < tk->nt; t++)
         used += tk->status[t] == NC_TOKEN_OK;
     size_t stride = used > CHANNEL_MARKS ? (used + CHANNEL_MARKS - 1) / CHANNEL_MARKS : 1;
-    nc_mark *m = nc_fig_jalloc(j, k * (CHANNEL_MARKS + 1) * sizeof *m);
-    if (!m)
+    nc_mark *m = nc_fig_jalloc(j, (k ? k : 1) * (CHANNEL_MARKS + 1) * sizeof *m);
+    const char **labels = nc_fig_jalloc(j, (k ? k : 1) * sizeof *labels);
+    if (!m || !labels)
         return false;
-    size_t nm = 0;
     for (size_t q = 0; q < k; q++) {
-        size_t ch = r->stats.top[q].channel, seen = 0;
-        nc_rgb col = nc_palette((int)q + 1);
-        const char *label =
-            nc_fig_jprintf(j, "channel %zu (max |x| %.3g)", ch, r->stats.top[q].max_abs);
-        for (size_t t = 0; t < tk->nt; t++) {
-            if (tk->status[t] != NC_TOKEN_OK || seen++ % stride)
-                continue;
+        char sb[32];
+        labels[q] = nc_fig_jprintf(j, "channel %zu (max |x| %s)", r->stats.top[q].channel,
+                                   nc_fmt_num(sb, sizeof sb, r->stats.top[q].max_abs, 3));
+    }
+    size_t nm = 0, seen = 0;
+    for (size_t t = 0; t < tk->nt; t++) {
+        if (tk->status[t] != NC_TOKEN_OK || seen++ % stride)
+            continue;
+        size_t tok = tk->index ? tk->index[t] : t;
+        for (size_t q = 0; q < k; q++) {
             double v;
-            nc_tensor_elems(pl->x, (tk->index ? tk->index[t] : t) * r->d + ch, 1, &v);
-            m[nm++] = (nc_mark){v, (v - tk->centre[t]) * tk->inv[t], col, NC_MARKER_CIRCLE, 2.6,
-                                label};
-            label = NULL; /* one legend entry per channel */
+            nc_tensor_elems(pl->x, tok * r->d + r->stats.top[q].channel, 1, &v);
+            m[nm++] = (nc_mark){v, (v - tk->centre[t]) * tk->inv[t], nc_cat_color((int)q),
+                                NC_MARKER_CIRCLE, 2.6, labels[q]};
         }
     }
     p->marks = m;
     p->nmarks = nm;
-    p->legend_title = stride > 1 ? nc_fig_jprintf(j, "fits and channels (1 token in %zu)", stride)
-                                 : "fits and channels";
+    p->legend_title = stride > 1 ? nc_fig_jprintf(j, "channels (1 token in %zu)", stride) : NULL;
     return !j->oom;
 }
 
@@ -370,10 +421,10 @@ bool nc_fig_outlier_panel(job *j, const nc_plan_layer *pl, nc_panel *p)
         gd[k] = A * tanh(al * gx[k]);
         gi[k] = A * gx[k] / sqrt(gx[k] * gx[k] + Cc);
     }
-    c[0] = (nc_curve){gx, gd, CURVE_POINTS, fit_color(NC_FIT_DYT), 1.6, false, 0, 0,
+    c[0] = (nc_curve){gx, gd, CURVE_POINTS, nc_fit_color(NC_FIT_DYT), 1.6, false, 0, 0,
                       nc_fig_jprintf(j, "DyT: %.4g tanh(%.4g x), mean |residual| %.3g", A, al,
                                      os->dyt.mean_abs_res)};
-    c[1] = (nc_curve){gx, gi, CURVE_POINTS, fit_color(NC_FIT_DYISRU), 1.6, false, 0, 0,
+    c[1] = (nc_curve){gx, gi, CURVE_POINTS, nc_fit_color(NC_FIT_DYISRU), 1.6, false, 0, 0,
                       nc_fig_jprintf(j, "DyISRU: %.4g x / \xe2\x88\x9a(x\xc2\xb2 + %.4g), "
                                         "mean |residual| %.3g", A, Cc, os->dyisru.mean_abs_res)};
     h[0] = (nc_hline){A, nc_rgb_hex(0x999999), true,
@@ -386,70 +437,6 @@ bool nc_fig_outlier_panel(job *j, const nc_plan_layer *pl, nc_panel *p)
                     .curves = c, .ncurves = 2, .marks = m, .nmarks = os->points, .hlines = h,
                     .nhlines = 2, .legend_pos = NC_LEGEND_LOWER_RIGHT};
     return !j->oom;
-}
-
-/* alpha-std: fitted alpha, alpha * gamma and the theory value against
- * 1/std(x), one mark each per layer, with two reference lines. */
-int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_t nsel,
-                           nc_panel *p, nc_err *err)
-{
-    nc_mark *m = nc_fig_jalloc(j, 3 * nsel * sizeof *m);
-    nc_curve *cv = nc_fig_jalloc(j, 4 * sizeof *cv);
-    if (!m || !cv)
-        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-    double lo = INFINITY, hi = 0, ylo = INFINITY, yhi = 0;
-    size_t nm = 0;
-    double dsum = 0;
-    for (size_t k = 0; k < nsel; k++) {
-        const nc_layer_result *r = &plan->layers[sel[k]].result;
-        const nc_fit_result *f = &r->fits[NC_FIT_DYT];
-        double ix = 1.0 / r->stats.std, th = 1.0 / (r->stats.rho * sqrt((double)r->d));
-        dsum += (double)r->d;
-        double vals[3] = {f->ok ? f->params.p[0] : NAN,
-                          f->ok ? f->params.p[0] * f->params.p[1] : NAN, th};
-        const int shapes[3] = {NC_MARKER_CIRCLE, NC_MARKER_SQUARE, NC_MARKER_TRIANGLE};
-        const char *labels[3] = {"fitted \xce\xb1 (DyT)", "\xce\xb1\xc2\xb7\xce\xb3 (slope at 0)",
-                                 ("theory 1/(\xcf\x81\xe2\x88\x9a" "d)")};
-        for (int s = 0; s < 3; s++) {
-            if (!(vals[s] > 0) || !isfinite(vals[s]) || !(ix > 0) || !isfinite(ix))
-                continue;
-            m[nm++] = (nc_mark){ix, vals[s], nc_palette(s + 1), shapes[s], 7,
-                                k == 0 ? labels[s] : NULL};
-            ylo = fmin(ylo, vals[s]);
-            yhi = fmax(yhi, vals[s]);
-        }
-        lo = fmin(lo, ix);
-        hi = fmax(hi, ix);
-    }
-    if (nm == 0 || !(hi > 0))
-        return nc_err_set(err, NC_EINVAL, "figure 'alpha-std': no layer has a DyT fit");
-    /* log axes: 1/std spans decades across layers */
-    p->xlog = p->ylog = true;
-    p->x0 = lo / 1.6;
-    p->x1 = hi * 1.6;
-    p->y0 = ylo / 2;
-    p->y1 = yhi * 2;
-    /* reference lines: alpha = (1/std) / sqrt(d) (theory with rho = std) and
-     * alpha = 1/std */
-    double dm = dsum / (double)nsel;
-    double *xy = nc_fig_jalloc(j, 8 * sizeof *xy);
-    if (!xy)
-        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-    xy[0] = p->x0, xy[1] = p->x1, xy[2] = p->x0 / sqrt(dm), xy[3] = p->x1 / sqrt(dm);
-    xy[4] = p->x0, xy[5] = p->x1, xy[6] = p->x0, xy[7] = p->x1;
-    cv[0] = (nc_curve){xy, xy + 2, 2, nc_palette(3), 1.2, true, 0, 0,
-                       nc_fig_jprintf(j, "\xce\xb1 = (1/std)/\xe2\x88\x9a" "d, d = %.0f", dm)};
-    cv[1] = (nc_curve){xy + 4, xy + 6, 2, nc_rgb_hex(0x888888), 1.0, true, 0, 0,
-                       "\xce\xb1 = 1/std"};
-    p->curves = cv;
-    p->ncurves = 2;
-    p->marks = m;
-    p->nmarks = nm;
-    p->title = "DyT \xce\xb1 against 1/std(x) across layers";
-    p->xlabel = "1/std(x)";
-    p->ylabel = "\xce\xb1";
-    p->grid = true;
-    return 0;
 }
 
 /* tanh-family: tanh(alpha x) for the spec's alphas (default 0.5, 1, 2). */

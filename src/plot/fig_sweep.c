@@ -16,6 +16,7 @@
 
 #include "plan/plan.h"
 #include "analysis/sweep.h"
+#include "plot/axes.h"
 #include "plot/figure.h"
 #include "plot/figures_internal.h"
 
@@ -25,6 +26,80 @@ static bool all_positive(const double *v, size_t n)
         if (!(v[k] > 0) || !isfinite(v[k]))
             return false;
     return true;
+}
+
+/* The range of the finite values of ys[2][n]: log when all are > 0. */
+static void y_range(const double *const ys[2], size_t n, nc_panel *p)
+{
+    double lo = INFINITY, hi = 0;
+    bool logy = true;
+    for (int k = 0; k < 2; k++) {
+        logy = logy && all_positive(ys[k], n);
+        for (size_t q = 0; q < n; q++)
+            if (isfinite(ys[k][q])) {
+                lo = fmin(lo, ys[k][q]);
+                hi = fmax(hi, ys[k][q]);
+            }
+    }
+    if (!(hi > 0) || !isfinite(lo))
+        lo = 0.5, hi = 1;
+    p->ylog = logy;
+    p->y0 = logy ? lo / 1.5 : 0;
+    p->y1 = logy ? hi * 1.5 : hi * 1.05;
+}
+
+/* The two panels of a sweep: the output's RMSE (left) and the Jacobian
+ * diagonal's (right), one quantity per axis; refitted solid, fixed
+ * dashed; the theory and fitted values as vertical lines, the optimum as
+ * a diamond on the left. Returns 0 or -1 (memory). */
+static int sweep_panels(job *j, const nc_sweep_result *sw, bool alpha)
+{
+    const char *par = alpha ? "\xce\xb1" : "C";
+    nc_curve *c = nc_fig_jalloc(j, 4 * sizeof *c);
+    nc_vline *vl = nc_fig_jalloc(j, 2 * sizeof *vl);
+    nc_mark *mk = nc_fig_jalloc(j, sizeof *mk);
+    const char *fixed = alpha ? nc_fig_jprintf(j, "fixed \xce\xb3 = %.4g, \xce\xb2 = %.4g",
+                                               sw->fixed_amp, sw->fixed_off)
+                              : nc_fig_jprintf(j, "fixed scale = %.4g", sw->fixed_amp);
+    if (!c || !vl || !mk || !fixed)
+        return -1;
+    const double *ys[4] = {sw->rmse_refit, sw->rmse_fixed, sw->jac_refit, sw->jac_fixed};
+    for (int k = 0; k < 4; k++)
+        c[k] = (nc_curve){.x = sw->grid, .y = ys[k], .n = sw->n,
+                          .color = k % 2 ? nc_rgb_hex(0x0072B2) : nc_rgb_hex(0xD55E00),
+                          .width_pt = 1.6, .dashed = k % 2 == 1,
+                          .label = k % 2 ? fixed : (alpha ? "\xce\xb3, \xce\xb2 refitted"
+                                                          : "scale refitted")};
+    size_t nv = 0, nm = 0;
+    char nb[32];
+    if (isfinite(sw->theory))
+        vl[nv++] = (nc_vline){sw->theory, nc_rgb_hex(0x009E73), true,
+                              nc_fig_jprintf(j, "theory %s = %s",
+                                             alpha ? "1/(\xcf\x81\xe2\x88\x9a" "d)"
+                                                   : "d\xcf\x81\xc2\xb2",
+                                             nc_fmt_num(nb, sizeof nb, sw->theory, 4))};
+    if (isfinite(sw->fitted))
+        vl[nv++] = (nc_vline){sw->fitted, nc_rgb_hex(0xCC79A7), true,
+                              nc_fig_jprintf(j, "fitted %s = %s", par,
+                                             nc_fmt_num(nb, sizeof nb, sw->fitted, 4))};
+    if (isfinite(sw->opt_refit))
+        mk[nm++] = (nc_mark){sw->opt_refit, sw->min_refit, nc_rgb_hex(0x000000),
+                             NC_MARKER_DIAMOND, 7,
+                             nc_fig_jprintf(j, "optimum %s = %s", par,
+                                            nc_fmt_num(nb, sizeof nb, sw->opt_refit, 4))};
+    for (int q = 0; q < 2; q++) {
+        nc_panel *pn = &j->panels[q];
+        *pn = (nc_panel){.title = q ? "J\xe1\xb5\xa2\xe1\xb5\xa2 against f\xe2\x80\xb2"
+                                    : "output against y",
+                         .xlabel = par, .ylabel = q ? "RMSE of f\xe2\x80\xb2(x) to J\xe1\xb5\xa2\xe1\xb5\xa2"
+                                                    : "RMSE of f(x) to y",
+                         .x0 = sw->grid[0], .x1 = sw->grid[sw->n - 1], .xlog = true,
+                         .grid = true, .curves = c + 2 * q, .ncurves = 2, .vlines = vl,
+                         .nvlines = nv, .marks = q ? NULL : mk, .nmarks = q ? 0 : nm,
+                         .note = q ? NULL : (sw->exact ? "exact (raw points)" : "on bins of x")};
+        y_range(ys + 2 * q, sw->n, pn);
+    }
+    return j->oom ? -1 : 0;
 }
 
 int nc_figures_sweeps(const struct nc_plan *plan, unsigned formats, const char *command,
@@ -42,66 +117,19 @@ int nc_figures_sweeps(const struct nc_plan *plan, unsigned formats, const char *
             bool alpha = p == NC_SWEEP_ALPHA;
             job jb = {.spec = &spec}, *j = &jb;
             j->fig.dpi = 150;
-            nc_fig_set_grid(j, 1, 1, 7.0, 5.0, &spec);
-            nc_panel *pn = &j->panels[0];
-            j->npanels = 1;
-            const double *ys[4] = {sw->rmse_refit, sw->rmse_fixed, sw->jac_refit, sw->jac_fixed};
-            const char *names[4] = {
-                alpha ? "output, \xce\xb3 and \xce\xb2 refitted" : "output, scale refitted",
-                alpha ? nc_fig_jprintf(j, "output, \xce\xb3 = %.4g, \xce\xb2 = %.4g fixed",
-                                       sw->fixed_amp, sw->fixed_off)
-                      : nc_fig_jprintf(j, "output, scale = %.4g fixed", sw->fixed_amp),
-                "J\xe1\xb5\xa2\xe1\xb5\xa2 vs f\xe2\x80\xb2, refitted",
-                "J\xe1\xb5\xa2\xe1\xb5\xa2 vs f\xe2\x80\xb2, fixed"};
-            nc_curve *c = nc_fig_jalloc(j, 4 * sizeof *c);
-            nc_vline *vl = nc_fig_jalloc(j, 3 * sizeof *vl);
-            nc_mark *mk = nc_fig_jalloc(j, sizeof *mk);
-            if (!c || !vl || !mk) {
+            if (!nc_fig_job_panels(j, 2))
+                return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+            j->npanels = 2;
+            nc_fig_set_grid(j, 2, 2, 4.2, 3.8, &spec);
+            j->fig.shared_legend = true;
+            j->fig.title = nc_fig_jprintf(j, "%s \xe2\x80\x94 %s error against %s", pl->name,
+                                          alpha ? "DyT" : "DyISRU", alpha ? "\xce\xb1" : "C");
+            rc = sweep_panels(j, sw, alpha);
+            if (rc) {
                 nc_fig_job_free(j);
                 return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
             }
-            bool logy = true;
-            double lo = INFINITY, hi = 0;
-            for (int k = 0; k < 4; k++) {
-                c[k] = (nc_curve){.x = sw->grid, .y = ys[k], .n = sw->n,
-                                  .color = nc_palette(k < 2 ? 1 : 2), .width_pt = 1.6,
-                                  .dashed = k % 2 == 1, .label = names[k]};
-                logy = logy && all_positive(ys[k], sw->n);
-                for (size_t q = 0; q < sw->n; q++)
-                    if (isfinite(ys[k][q])) {
-                        lo = fmin(lo, ys[k][q]);
-                        hi = fmax(hi, ys[k][q]);
-                    }
-            }
-            size_t nv = 0;
-            if (isfinite(sw->theory))
-                vl[nv++] = (nc_vline){sw->theory, nc_palette(3), true,
-                                      nc_fig_jprintf(j, "theory %s = %.4g",
-                                                     alpha ? "1/(\xcf\x81\xe2\x88\x9a" "d)"
-                                                           : "d\xcf\x81\xc2\xb2",
-                                                     sw->theory)};
-            if (isfinite(sw->fitted))
-                vl[nv++] = (nc_vline){sw->fitted, nc_palette(4), true,
-                                      nc_fig_jprintf(j, "fitted %s = %.4g",
-                                                     alpha ? "\xce\xb1" : "C", sw->fitted)};
-            size_t nm = 0;
-            if (isfinite(sw->opt_refit)) {
-                mk[nm++] = (nc_mark){sw->opt_refit, sw->min_refit, nc_rgb_hex(0x000000),
-                                     NC_MARKER_DIAMOND, 8,
-                                     nc_fig_jprintf(j, "optimum %s = %.4g",
-                                                    alpha ? "\xce\xb1" : "C", sw->opt_refit)};
-            }
-            *pn = (nc_panel){.title = nc_fig_jprintf(j, "%s \xe2\x80\x94 %s error against %s",
-                                                     pl->name, alpha ? "DyT" : "DyISRU",
-                                                     alpha ? "\xce\xb1" : "C"),
-                             .xlabel = alpha ? "\xce\xb1" : "C", .ylabel = "RMSE",
-                             .x0 = sw->grid[0], .x1 = sw->grid[sw->n - 1], .xlog = true,
-                             .ylog = logy, .y0 = logy ? lo / 1.5 : 0,
-                             .y1 = logy ? hi * 1.5 : hi * 1.05,
-                             .grid = true, .curves = c, .ncurves = 4, .vlines = vl,
-                             .nvlines = nv, .marks = mk, .nmarks = nm,
-                             .note = sw->exact ? "exact (raw points)" : "on bins of x"};
-            j->fig.npanels = 1;
+            j->fig.npanels = 2;
             char base[160];
             nc_fig_sanitize(base, sizeof base, pl->name);
             snprintf(j->stem, sizeof j->stem, "%s_sweep_%s", base, alpha ? "alpha" : "C");

@@ -95,10 +95,10 @@ static int check_figure(const nc_figure *fig, int *W, int *H, nc_err *err)
                               "figure: panel %zu: a density cloud needs linear axes (bin log10 of "
                               "the data instead)",
                               k);
-        if (p->legend_pos < NC_LEGEND_AUTO || p->legend_pos > NC_LEGEND_NONE)
+        if (p->legend_pos < NC_LEGEND_AUTO || p->legend_pos > NC_LEGEND_OUTSIDE)
             return nc_err_set(err, NC_EINVAL, "figure: panel %zu: legend position %d, expected 0 "
                                               "to %d",
-                              k, p->legend_pos, NC_LEGEND_NONE);
+                              k, p->legend_pos, NC_LEGEND_OUTSIDE);
         for (size_t i = 0; i < p->ncurves; i++) {
             const nc_curve *c = &p->curves[i];
             if (c->n && (!c->x || !c->y))
@@ -127,6 +127,34 @@ static int check_figure(const nc_figure *fig, int *W, int *H, nc_err *err)
 /* Layout queries                                                      */
 /* ------------------------------------------------------------------ */
 
+/* The layout with the legends placed: a first layout without a strip,
+ * the legend decisions on it (legend.h), and when some legend goes
+ * outside, the layout again with the strip, keeping the decisions. */
+static int full_layout(const nc_figure *fig, int W, int H, layout *L, nc_err *err)
+{
+    int rc = nc_layout_compute(fig, W, H, 0, L, err);
+    double strip_h = 0;
+    if (!rc && nc_legend_plan(fig, L, &strip_h) != 0) {
+        nc_layout_free(L);
+        return nc_err_set(err, NC_ENOMEM, "figure: out of memory for the legend");
+    }
+    if (rc || strip_h <= 0)
+        return rc;
+    int *where = malloc(fig->npanels * sizeof *where);
+    if (!where) {
+        nc_layout_free(L);
+        return nc_err_set(err, NC_ENOMEM, "figure: out of memory for the layout");
+    }
+    for (size_t k = 0; k < fig->npanels; k++)
+        where[k] = L->p[k].legend;
+    nc_layout_free(L);
+    rc = nc_layout_compute(fig, W, H, strip_h, L, err);
+    for (size_t k = 0; k < fig->npanels && !rc; k++)
+        L->p[k].legend = where[k];
+    free(where);
+    return rc;
+}
+
 int nc_figure_layout(const nc_figure *fig, size_t k, nc_rect *area, nc_err *err)
 {
     int W, H;
@@ -136,7 +164,7 @@ int nc_figure_layout(const nc_figure *fig, size_t k, nc_rect *area, nc_err *err)
     if (k >= fig->npanels)
         return nc_err_set(err, NC_EINVAL, "figure: panel %zu of %zu", k, fig->npanels);
     layout L;
-    rc = nc_layout_compute(fig, W, H, &L, err);
+    rc = full_layout(fig, W, H, &L, err);
     if (rc)
         return rc;
     *area = L.p[k].area;
@@ -233,8 +261,7 @@ static void draw_grid(cairo_t *cr, const layout *L, const nc_panel *p, const pan
     cairo_stroke(cr);
 }
 
-static void draw_lines_curves_marks(cairo_t *cr, const layout *L, const nc_panel *p,
-                                    const nc_rect *a)
+static void draw_lines_curves(cairo_t *cr, const layout *L, const nc_panel *p, const nc_rect *a)
 {
     cairo_save(cr);
     clip_area(cr, a);
@@ -270,7 +297,6 @@ static void draw_lines_curves_marks(cairo_t *cr, const layout *L, const nc_panel
         cairo_stroke(cr);
     }
     cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
-    cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
     for (size_t i = 0; i < p->ncurves; i++) {
         const nc_curve *c = &p->curves[i];
         double w = (c->width_pt > 0 ? c->width_pt : CURVE_PT) * L->s;
@@ -282,39 +308,129 @@ static void draw_lines_curves_marks(cairo_t *cr, const layout *L, const nc_panel
         set_rgb(cr, c->color);
         cairo_stroke(cr);
     }
+    cairo_restore(cr);
+}
+
+/* Whether the marker centre (x, y) px is inside area a (edges included). */
+static bool in_area(const nc_rect *a, double x, double y)
+{
+    return x >= a->x - 0.5 && x <= a->x + a->w + 0.5 && y >= a->y - 0.5 && y <= a->y + a->h + 0.5;
+}
+
+/* Markers whose centre is inside the frame, drawn whole (not clipped at
+ * the frame: a point at the edge of the range is a whole point). */
+static void draw_marks(cairo_t *cr, const layout *L, const nc_panel *p, const nc_rect *a)
+{
     for (size_t i = 0; i < p->ncurves; i++) {
         const nc_curve *c = &p->curves[i];
         if (c->marker == NC_MARKER_NONE)
             continue;
         double size = (c->marker_pt > 0 ? c->marker_pt : MARKER_PT) * L->s;
         for (size_t j = 0; j < c->n; j++) {
+            double x, y;
             if (!usable(p, c->x[j], c->y[j]))
                 continue;
-            double x, y;
             nc_panel_to_pixel(p, a, c->x[j], c->y[j], &x, &y);
-            if (x > a->x - size && x < a->x + a->w + size && y > a->y - size &&
-                y < a->y + a->h + size)
+            if (in_area(a, x, y))
                 nc_draw_marker(cr, L, c->marker, c->color, size, x, y);
         }
     }
     for (size_t i = 0; i < p->nmarks; i++) {
         const nc_mark *m = &p->marks[i];
+        double size = (m->size_pt > 0 ? m->size_pt : MARKER_PT) * L->s, x, y;
         if (!usable(p, m->x, m->y))
             continue;
-        double size = (m->size_pt > 0 ? m->size_pt : MARKER_PT) * L->s, x, y;
         nc_panel_to_pixel(p, a, m->x, m->y, &x, &y);
-        if (x > a->x - size && x < a->x + a->w + size && y > a->y - size && y < a->y + a->h + size)
+        if (in_area(a, x, y))
             nc_draw_marker(cr, L, m->shape, m->color, size, x, y);
     }
+}
+
+/* ------------------------------------------------------------------ */
+/* Drawing: text, recorded                                             */
+/* ------------------------------------------------------------------ */
+
+/* Draws s at size px (baseline y, halign as nc_text_draw), cut with an
+ * ellipsis to at most maxw px, and records its ink box as tag. */
+static void draw_text(cairo_t *cr, layout *L, double size, const char *s, double x, double y,
+                      double halign, double maxw, const char *tag)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", s);
+    textbox b = nc_text_measure(cr, size, buf);
+    size_t n = strlen(buf);
+    while (b.w > maxw && n > 1) {
+        do
+            n--;
+        while (n > 0 && ((unsigned char)buf[n] & 0xc0) == 0x80); /* a UTF-8 boundary */
+        snprintf(buf + n, sizeof buf - n, "\xe2\x80\xa6");
+        b = nc_text_measure(cr, size, buf);
+    }
+    nc_text_draw(cr, size, buf, x, y, halign);
+    nc_layout_record(L, tag, x - halign * b.w, y - b.asc, b.w, b.asc + b.desc, size);
+}
+
+/* The y label, rotated, centred on (x, yc) with its ink's left at x. */
+static void draw_ylabel(cairo_t *cr, layout *L, double size, const char *s, double x, double yc,
+                        double maxw, const char *tag)
+{
+    textbox b = nc_text_measure(cr, size, s);
+    cairo_save(cr);
+    cairo_translate(cr, x + b.asc, yc);
+    cairo_rotate(cr, -PI / 2);
+    nc_rec *rec = L->rec;
+    L->rec = NULL; /* drawn rotated: recorded below, in figure coordinates */
+    draw_text(cr, L, size, s, 0, 0, 0.5, maxw, tag);
+    L->rec = rec;
     cairo_restore(cr);
+    double w = fmin(b.w, maxw);
+    nc_layout_record(L, tag, x, yc - w / 2, b.asc + b.desc, w, size);
+}
+
+/* The point labels of panel k (figure.h, nc_label): the first of four
+ * corners around the point that overlaps no label placed before and stays
+ * inside the area. */
+static void draw_point_labels(cairo_t *cr, layout *L, const nc_panel *p, const nc_rect *a,
+                              size_t k)
+{
+    double sz = fmax(L->font_px * NOTE_FONT, MIN_TEXT_PT * L->px_pt), off = 0.35 * sz;
+    double(*box)[4] = calloc(p->nlabels ? p->nlabels : 1, sizeof *box);
+    size_t nb = 0;
+    char tag[64];
+    for (size_t i = 0; box && i < p->nlabels; i++) {
+        const nc_label *lb = &p->labels[i];
+        double px, py;
+        if (!lb->text || !usable(p, lb->x, lb->y))
+            continue;
+        nc_panel_to_pixel(p, a, lb->x, lb->y, &px, &py);
+        textbox b = nc_text_measure(cr, sz, lb->text);
+        for (int c = 0; c < 4; c++) {
+            double x = c % 2 ? px - off - b.w : px + off;
+            double y = c < 2 ? py - off - b.desc - b.asc : py + off;
+            bool ok = x >= a->x && y >= a->y && x + b.w <= a->x + a->w && y + b.asc + b.desc <= a->y + a->h;
+            for (size_t q = 0; q < nb && ok; q++)
+                ok = x + b.w < box[q][0] || x > box[q][0] + box[q][2] ||
+                     y + b.asc + b.desc < box[q][1] || y > box[q][1] + box[q][3];
+            if (!ok)
+                continue;
+            set_rgb(cr, lb->color);
+            nc_text_draw(cr, sz, lb->text, x, y + b.asc, 0);
+            snprintf(tag, sizeof tag, "text panel%zu.label%zu", k, i);
+            nc_layout_record(L, tag, x, y, b.w, b.asc + b.desc, sz);
+            box[nb][0] = x, box[nb][1] = y, box[nb][2] = b.w, box[nb][3] = b.asc + b.desc;
+            nb++;
+            break;
+        }
+    }
+    free(box);
 }
 
 /* ------------------------------------------------------------------ */
 /* Drawing: frame, ticks, labels, titles                               */
 /* ------------------------------------------------------------------ */
 
-static void draw_axes(cairo_t *cr, const layout *L, const nc_panel *p, const panel_layout *pl,
-                      int row, int col)
+static void draw_frame_ticks(cairo_t *cr, const layout *L, const nc_panel *p,
+                             const panel_layout *pl)
 {
     const nc_rect *a = &pl->area;
     double s = L->s, fw = crisp_width(FRAME_PT * s);
@@ -349,47 +465,69 @@ static void draw_axes(cairo_t *cr, const layout *L, const nc_panel *p, const pan
         }
         cairo_stroke(cr);
     }
+}
 
-    /* tick labels: x centred under their tick on one baseline, y
-     * right-aligned and centred on theirs */
+/* Tick labels: x centred under their tick on one baseline, y
+ * right-aligned and centred on theirs. */
+static void draw_tick_labels(cairo_t *cr, layout *L, const nc_panel *p, const panel_layout *pl,
+                             size_t k)
+{
+    const nc_rect *a = &pl->area;
+    double bottom = a->y + a->h, left = a->x;
+    double room = crisp_width(FRAME_PT * L->s) + (TICK_LEN_PT + TICK_PAD_PT) * L->s, xasc = 0;
+    char tag[64];
     set_rgb(cr, TEXT_RGB);
-    double room = fw + (TICK_LEN_PT + TICK_PAD_PT) * s, xasc = 0;
     for (size_t i = 0; i < pl->xt.n; i++)
         xasc = fmax(xasc, nc_text_measure_tick(cr, L->tick_px, pl->xt.label[i], L->digit_h).asc);
     for (size_t i = 0; i < pl->xt.n; i++) {
-        double w = nc_text_measure_tick(cr, L->tick_px, pl->xt.label[i], L->digit_h).w;
-        double x = a->x + axis_pos(pl->xt.v[i], p->x0, p->x1, p->xlog, a->w);
-        nc_text_draw_tick(cr, L->tick_px, pl->xt.label[i], x - w / 2, bottom + room + xasc,
-                          L->digit_h);
+        textbox b = nc_text_measure_tick(cr, L->tick_px, pl->xt.label[i], L->digit_h);
+        double x = a->x + axis_pos(pl->xt.v[i], p->x0, p->x1, p->xlog, a->w) - b.w / 2;
+        double base = bottom + room + xasc;
+        nc_text_draw_tick(cr, L->tick_px, pl->xt.label[i], x, base, L->digit_h);
+        snprintf(tag, sizeof tag, "text panel%zu.xtick%zu", k, i);
+        nc_layout_record(L, tag, x, base - b.asc, b.w, b.asc + b.desc, L->tick_px);
     }
     for (size_t i = 0; i < pl->yt.n; i++) {
-        double w = nc_text_measure_tick(cr, L->tick_px, pl->yt.label[i], L->digit_h).w;
-        double y = bottom - axis_pos(pl->yt.v[i], p->y0, p->y1, p->ylog, a->h);
-        nc_text_draw_tick(cr, L->tick_px, pl->yt.label[i], left - room - w, y + L->digit_h / 2,
-                          L->digit_h);
+        textbox b = nc_text_measure_tick(cr, L->tick_px, pl->yt.label[i], L->digit_h);
+        double base = bottom - axis_pos(pl->yt.v[i], p->y0, p->y1, p->ylog, a->h) + L->digit_h / 2;
+        nc_text_draw_tick(cr, L->tick_px, pl->yt.label[i], left - room - b.w, base, L->digit_h);
+        snprintf(tag, sizeof tag, "text panel%zu.ytick%zu", k, i);
+        nc_layout_record(L, tag, left - room - b.w, base - b.asc, b.w, b.asc + b.desc, L->tick_px);
     }
+}
 
-    /* axis labels at the outer edge of the shared margins, so they line up
-     * across the grid; the title just above the frame */
-    double lab_px = L->font_px * LABEL_FONT;
-    if (p->xlabel && *p->xlabel) {
-        textbox b = nc_text_measure(cr, lab_px, p->xlabel);
-        nc_text_draw(cr, lab_px, p->xlabel, a->x + a->w / 2.0, bottom + L->rowB[row] - b.desc, 0.5);
+/* Axis labels at the outer edge of the shared margins, so they line up
+ * across the grid; the title just above the frame, centred over it but
+ * kept inside the figure. */
+static void draw_labels(cairo_t *cr, layout *L, const nc_figure *fig, const nc_panel *p,
+                        const panel_layout *pl, size_t k)
+{
+    const nc_rect *a = &pl->area;
+    int row = (int)k / fig->cols, col = (int)k % fig->cols;
+    double bottom = a->y + a->h, maxw = L->W - 2 * L->pad;
+    char tag[64];
+    set_rgb(cr, TEXT_RGB);
+    if (pl->xlab[0]) {
+        double sz = nc_layout_xlabel_px(cr, fig, L, pl->xlab);
+        textbox b = nc_text_measure(cr, sz, pl->xlab);
+        double x = clampd(a->x + a->w / 2.0, L->pad + fmin(b.w, maxw) / 2,
+                          L->W - L->pad - fmin(b.w, maxw) / 2);
+        snprintf(tag, sizeof tag, "text panel%zu.xlabel", k);
+        draw_text(cr, L, sz, pl->xlab, x, bottom + L->rowB[row] - b.desc, 0.5, maxw, tag);
     }
-    if (p->ylabel && *p->ylabel) {
-        textbox b = nc_text_measure(cr, lab_px, p->ylabel);
-        cairo_save(cr);
-        cairo_translate(cr, a->x - L->colL[col] + b.asc, a->y + a->h / 2.0);
-        cairo_rotate(cr, -PI / 2);
-        nc_text_draw(cr, lab_px, p->ylabel, 0, 0, 0.5);
-        cairo_restore(cr);
+    if (pl->ylab[0]) {
+        double sz = nc_layout_ylabel_px(cr, fig, L, pl->ylab);
+        snprintf(tag, sizeof tag, "text panel%zu.ylabel", k);
+        draw_ylabel(cr, L, sz, pl->ylab, a->x - L->colL[col], a->y + a->h / 2.0,
+                    a->h + L->rowT[row] + L->rowB[row], tag);
     }
     if (p->title && *p->title) {
-        /* centred over the frame, but kept inside the figure when longer */
-        double tp = L->font_px * TITLE_FONT;
+        double tp = nc_layout_title_px(cr, fig, L, p->title);
         textbox b = nc_text_measure(cr, tp, p->title);
-        double x = clampd(a->x + a->w / 2.0 - b.w / 2, L->pad, L->W - L->pad - b.w);
-        nc_text_draw(cr, tp, p->title, fmax(x, L->pad), a->y - TITLE_PAD_PT * s - b.desc, 0);
+        double w = fmin(b.w, maxw);
+        double x = clampd(a->x + a->w / 2.0 - w / 2, L->pad, L->W - L->pad - w);
+        snprintf(tag, sizeof tag, "text panel%zu.title", k);
+        draw_text(cr, L, tp, p->title, x, a->y - TITLE_PAD_PT * L->s - b.desc, 0, maxw, tag);
     }
 }
 
@@ -405,10 +543,100 @@ static int cairo_error(cairo_status_t st, const char *what, nc_err *err)
                       cairo_status_to_string(st));
 }
 
+/* The density of panel p as drawn in area a: itself, or when it has more
+ * pixels than the area (the area shrank for a legend strip after the
+ * raster was sized), its counts summed into a raster of the area's size
+ * (*tmp, to free), so that lone points stay whole pixels. */
+static const nc_density *area_density(const nc_panel *p, const nc_rect *a, nc_density **tmp)
+{
+    const nc_density *d = p->density;
+    *tmp = NULL;
+    if (!d || (d->w <= a->w && d->h <= a->h))
+        return d;
+    nc_err e = {0};
+    nc_density *r;
+    if (nc_density_alloc(a->w, a->h, d->x0, d->x1, d->y0, d->y1, d->rgb != NULL, &r, &e) != 0)
+        return d; /* drawn scaled by cairo instead */
+    for (int j = 0; j < d->h; j++) {
+        size_t tj = (size_t)((int64_t)j * a->h / d->h);
+        for (int i = 0; i < d->w; i++) {
+            size_t src = (size_t)j * (size_t)d->w + (size_t)i;
+            size_t dst = tj * (size_t)a->w + (size_t)((int64_t)i * a->w / d->w);
+            uint64_t c = (uint64_t)r->count[dst] + d->count[src];
+            r->count[dst] = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+            for (int q = 0; r->rgb && q < 3; q++)
+                r->rgb[3 * dst + q] += d->rgb[3 * src + q];
+        }
+    }
+    r->outside = d->outside;
+    *tmp = r;
+    return r;
+}
+
+/* What the layout test needs to tell data from text: each panel's data
+ * colours (cloud, curves, marks, lines), as "colour panelK KIND #rrggbb". */
+static void record_colours(layout *L, const nc_panel *p, size_t k)
+{
+    char line[96];
+#define REC(kind, c)                                                                             \
+    do {                                                                                         \
+        snprintf(line, sizeof line, "colour panel%zu %s #%02x%02x%02x", k, kind,                 \
+                 (unsigned)lround(255 * clamp01((c).r)), (unsigned)lround(255 * clamp01((c).g)), \
+                 (unsigned)lround(255 * clamp01((c).b)));                                        \
+        nc_layout_record_line(L, line);                                                          \
+    } while (0)
+    if (p->density && !p->density->rgb)
+        REC("cloud", p->density_color);
+    for (size_t i = 0; i < p->ncurves; i++)
+        REC("curve", p->curves[i].color);
+    for (size_t i = 0; i < p->nmarks; i++)
+        if (i == 0 || memcmp(&p->marks[i].color, &p->marks[i - 1].color, sizeof(nc_rgb)) != 0)
+            REC("mark", p->marks[i].color);
+    for (size_t i = 0; i < p->nvlines; i++)
+        REC("line", p->vlines[i].color);
+    for (size_t i = 0; i < p->nhlines; i++)
+        REC("line", p->hlines[i].color);
+#undef REC
+}
+
+/* Panel k, bottom to top (figure.h). */
+static int draw_panel(cairo_t *cr, const nc_figure *fig, layout *L, size_t k, nc_err *err)
+{
+    const nc_panel *p = &fig->panels[k];
+    const panel_layout *pl = &L->p[k];
+    nc_density *tmp;
+    nc_panel q = *p; /* p with the density as drawn */
+    q.density = area_density(p, &pl->area, &tmp);
+    cairo_surface_t *dimg = NULL;
+    if (q.density && !(dimg = nc_raster_image(q.density, p->density_color,
+                                               nc_raster_dot_radius(fig->dpi)))) {
+        nc_density_free(tmp);
+        return nc_err_set(err, NC_ENOMEM, "figure: panel %zu: out of memory for the density "
+                                          "image", k);
+    }
+    if (p->grid)
+        draw_grid(cr, L, p, pl);
+    if (dimg)
+        draw_density(cr, &q, &pl->area, dimg);
+    draw_lines_curves(cr, L, p, &pl->area);
+    draw_marks(cr, L, p, &pl->area);
+    draw_point_labels(cr, L, p, &pl->area, k);
+    draw_frame_ticks(cr, L, p, pl);
+    draw_tick_labels(cr, L, p, pl, k);
+    draw_labels(cr, L, fig, p, pl, k);
+    record_colours(L, p, k);
+    int rc = nc_legend_draw(cr, L, &q, k) != 0
+                 ? nc_err_set(err, NC_ENOMEM, "figure: panel %zu: out of memory for the legend", k)
+                 : 0;
+    cairo_surface_destroy(dimg);
+    nc_density_free(tmp);
+    return rc;
+}
+
 /* Draws the whole figure on surf, whose user space is scale times the
  * layout's pixels. */
-static int draw_figure(cairo_surface_t *surf, double scale, const nc_figure *fig,
-                       const layout *L, nc_err *err)
+static int draw_figure(cairo_surface_t *surf, double scale, const nc_figure *fig, layout *L,
+                       nc_err *err)
 {
     cairo_t *cr = cairo_create(surf);
     cairo_font_options_t *fo = nc_text_options();
@@ -419,35 +647,21 @@ static int draw_figure(cairo_surface_t *surf, double scale, const nc_figure *fig
         cairo_set_source_rgb(cr, 1, 1, 1);
         cairo_paint(cr);
     }
+    char line[64];
+    snprintf(line, sizeof line, "canvas %d %d %.4g", L->W, L->H, fig->dpi);
+    nc_layout_record_line(L, line);
     int rc = 0;
-    for (size_t k = 0; k < fig->npanels && !rc; k++) {
-        const nc_panel *p = &fig->panels[k];
-        const panel_layout *pl = &L->p[k];
-        int row = (int)k / fig->cols, col = (int)k % fig->cols;
-        cairo_surface_t *dimg = NULL;
-        if (p->density && !(dimg = nc_raster_image(p->density, p->density_color,
-                                                   nc_raster_dot_radius(fig->dpi)))) {
-            rc = nc_err_set(err, NC_ENOMEM, "figure: panel %zu: out of memory for the density "
-                                            "image",
-                            k);
-            break;
-        }
-        if (p->grid)
-            draw_grid(cr, L, p, pl);
-        if (dimg)
-            draw_density(cr, p, &pl->area, dimg);
-        draw_lines_curves_marks(cr, L, p, &pl->area);
-        draw_axes(cr, L, p, pl, row, col);
-        if (nc_legend_draw(cr, L, p, &pl->area, dimg) != 0)
-            rc = nc_err_set(err, NC_ENOMEM, "figure: panel %zu: out of memory for the legend",
-                            k);
-        cairo_surface_destroy(dimg);
-    }
+    for (size_t k = 0; k < fig->npanels && !rc; k++)
+        rc = draw_panel(cr, fig, L, k, err);
+    if (!rc && nc_legend_draw_strip(cr, fig, L) != 0)
+        rc = nc_err_set(err, NC_ENOMEM, "figure: out of memory for the legend");
     if (!rc && fig->title && *fig->title) {
-        double tp = L->font_px * SUPTITLE_FONT;
+        double tp = nc_layout_fit_size(cr, L, L->font_px * SUPTITLE_FONT, fig->title,
+                                       L->W - 2 * L->pad);
         textbox b = nc_text_measure(cr, tp, fig->title);
         set_rgb(cr, TEXT_RGB);
-        nc_text_draw(cr, tp, fig->title, L->W / 2.0, L->pad + b.asc, 0.5);
+        draw_text(cr, L, tp, fig->title, L->W / 2.0, L->pad + b.asc, 0.5, L->W - 2 * L->pad,
+                  "text figure.title");
     }
     cairo_status_t st = cairo_status(cr);
     if (!rc && st != CAIRO_STATUS_SUCCESS)
@@ -485,23 +699,50 @@ static void argb_row(void *ctx, int r, unsigned char *d)
     }
 }
 
-static int render_png(const nc_figure *fig, const layout *L, const nc_sink *sink, nc_err *err)
+/* fig's metadata pairs with ("Layout", rec) added; NULL when out of memory. */
+static const char **meta_with_layout(const nc_figure *fig, const char *rec)
+{
+    size_t n = 0;
+    while (fig->meta && fig->meta[n])
+        n += 2;
+    const char **m = malloc((n + 3) * sizeof *m);
+    if (!m)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        m[i] = fig->meta[i];
+    m[n] = "Layout";
+    m[n + 1] = rec;
+    m[n + 2] = NULL;
+    return m;
+}
+
+static int render_png(const nc_figure *fig, layout *L, const nc_sink *sink, nc_err *err)
 {
     cairo_surface_t *surf = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, L->W, L->H);
+    nc_rec rec = {0};
+    const char **meta = NULL;
     int rc = 0;
     if (cairo_surface_status(surf) != CAIRO_STATUS_SUCCESS) {
         rc = cairo_error(cairo_surface_status(surf), "creating the image", err);
         goto out;
     }
+    L->rec = fig->meta ? &rec : NULL;
     rc = draw_figure(surf, 1.0, fig, L, err);
+    L->rec = NULL;
     if (rc)
         goto out;
+    if (fig->meta && (rec.oom || !(meta = meta_with_layout(fig, rec.s ? rec.s : "")))) {
+        rc = nc_err_set(err, NC_ENOMEM, "figure: out of memory for the metadata");
+        goto out;
+    }
     cairo_surface_flush(surf);
     argb_rows src = {cairo_image_surface_get_data(surf), cairo_image_surface_get_stride(surf),
                      L->W, fig->transparent};
-    rc = nc_png_write_rows(sink, L->W, L->H, fig->transparent, argb_row, &src, fig->meta, err);
+    rc = nc_png_write_rows(sink, L->W, L->H, fig->transparent, argb_row, &src, meta, err);
 out:
     cairo_surface_destroy(surf);
+    free(meta);
+    free(rec.s);
     return rc;
 }
 
@@ -583,7 +824,7 @@ static char *meta_text(const char *const *meta, bool svg)
     return out;
 }
 
-static int render_vector(const nc_figure *fig, const layout *L, nc_format fmt,
+static int render_vector(const nc_figure *fig, layout *L, nc_format fmt,
                          const nc_sink *sink, nc_err *err)
 {
     double scale = 72.0 / fig->dpi;
@@ -659,7 +900,7 @@ int nc_figure_render(const nc_figure *fig, nc_format fmt, const nc_sink *sink, n
         return nc_err_set(err, NC_EINVAL, "figure: output format %d, expected PNG, PDF or SVG",
                           (int)fmt);
     layout L;
-    rc = nc_layout_compute(fig, W, H, &L, err);
+    rc = full_layout(fig, W, H, &L, err);
     if (rc)
         return rc;
     rc = fmt == NC_FMT_PNG ? render_png(fig, &L, sink, err)

@@ -129,7 +129,19 @@ typedef struct nc_hline {
     const char *label; /* legend entry, or NULL */
 } nc_hline;
 
-/* Where the legend goes: an nc_legend_pos (config/figspec.h). */
+/* A short text beside the point (x, y) in data coordinates (a layer's
+ * name at its point), drawn at the note size (at least 6 pt) in colour,
+ * above right of the point, or in another corner around it when that
+ * would overlap a label already placed; left out when all four would. */
+typedef struct nc_label {
+    double x, y;
+    const char *text;
+    nc_rgb color;
+} nc_label;
+
+/* Where the legend goes: an nc_legend_pos (config/figspec.h); AUTO keeps
+ * the legend off curves, markers, labels and all but a sliver of the
+ * cloud, or puts it in a strip below the panels (OUTSIDE). */
 
 /* One panel. Every pointer is borrowed and may be NULL (with its count 0).
  * The legend lists, in this order, the density (density_label), the
@@ -155,6 +167,8 @@ typedef struct nc_panel {
     size_t nvlines;
     const nc_hline *hlines;
     size_t nhlines;
+    const nc_label *labels;
+    size_t nlabels;
 
     const char *legend_title; /* a line above the entries, or NULL */
     int legend_pos;           /* an nc_legend_pos */
@@ -173,6 +187,8 @@ typedef struct nc_figure {
     size_t npanels;
     const char *title;          /* figure title above the grid (suptitle), or NULL */
     double font_pt;             /* base text size in points; 0 means 10 */
+    bool shared_legend;         /* one legend for every panel, in a strip below them (entries
+                                   with the same label listed once) */
     bool transparent;           /* no white background: PNG as RGBA with alpha, PDF and SVG
                                    with nothing painted behind */
     const char *const *meta;    /* {key, value, ..., NULL} or NULL: PNG text chunks (keys must
@@ -233,6 +249,17 @@ int nc_figure_render(const nc_figure *fig, nc_format fmt, const nc_sink *sink, n
  * vermillion, bluish green, reddish purple, orange, sky blue, black,
  * yellow (the last is faint on white: avoid it for thin lines). */
 nc_rgb nc_palette(int k);
+
+/* The k-th colour (cycling) of the categorical palette for tokens,
+ * channels and models: Paul Tol's colour-blind-safe "muted" scheme less
+ * the colours close to nc_fit_color's (indigo, teal, wine, olive, cyan,
+ * brown, black, sand), so a token or channel is never mistaken for a fit. */
+nc_rgb nc_cat_color(int k);
+
+/* The colour of fit id (an nc_fit_id; theory curves in their family's):
+ * affine grey, DyT vermillion, DyISRU bluish green, free DyISRU blue,
+ * Derf reddish purple (Okabe-Ito); all different. */
+nc_rgb nc_fit_color(int id);
 
 /* Viridis (Matplotlib's perceptually uniform map, CC0), t in [0, 1]
  * (clamped; NaN gives t = 0), interpolated linearly in its 256-entry

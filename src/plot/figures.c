@@ -45,70 +45,6 @@ typedef struct raster_req {
     nc_density *d;              /* the final raster (owned by the job) */
 } raster_req;
 
-static void *own(job *j, void *p)
-{
-    if (!p) {
-        j->oom = true;
-        return NULL;
-    }
-    if (j->nowned == j->capowned) {
-        size_t cap = j->capowned ? 2 * j->capowned : 32;
-        void **g = realloc(j->owned, cap * sizeof *g);
-        if (!g) {
-            free(p);
-            j->oom = true;
-            return NULL;
-        }
-        j->owned = g;
-        j->capowned = cap;
-    }
-    j->owned[j->nowned++] = p;
-    return p;
-}
-
-void *nc_fig_jalloc(job *j, size_t n)
-{
-    return own(j, calloc(1, n ? n : 1));
-}
-
-__attribute__((format(printf, 2, 3))) char *nc_fig_jprintf(job *j, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return NULL;
-    char *s = nc_fig_jalloc(j, (size_t)n + 1);
-    if (!s)
-        return NULL;
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
-void nc_fig_job_free(job *j)
-{
-    for (size_t k = 0; k < j->nowned; k++)
-        free(j->owned[k]);
-    free(j->owned);
-    for (size_t k = 0; k < j->npanels; k++)
-        nc_density_free((nc_density *)j->panels[k].density);
-}
-
-/* A file stem from text: letters, digits, '.', '_' and '-' kept. */
-void nc_fig_sanitize(char *dst, size_t cap, const char *src)
-{
-    size_t k = 0;
-    for (; *src && k + 1 < cap; src++)
-        dst[k++] = (*src >= 'a' && *src <= 'z') || (*src >= 'A' && *src <= 'Z') ||
-                           (*src >= '0' && *src <= '9') || *src == '.' || *src == '-'
-                       ? *src
-                       : '_';
-    dst[k] = '\0';
-}
-
 /* ---------------------------------------------------------- rasters */
 
 typedef struct raster_ctx {
@@ -217,11 +153,6 @@ static int raster_pass(const nc_plan_layer *pl, raster_req *req, size_t nreq, in
 
 /* ----------------------------------------------------------- driver */
 
-static double dflt(double v, double d)
-{
-    return v > 0 ? v : d;
-}
-
 static bool layer_selected(const nc_fig_spec *spec, const char *name)
 {
     if (spec->nlayers == 0)
@@ -238,6 +169,7 @@ typedef struct ctx {
     size_t njobs, capjobs;
     raster_req *req;
     size_t nreq, capreq;
+    size_t *sel, nsel; /* the plan layers of the spec being built */
 } ctx;
 
 static job *new_job(ctx *c, const nc_fig_spec *spec, nc_err *err)
@@ -259,7 +191,7 @@ static job *new_job(ctx *c, const nc_fig_spec *spec, nc_err *err)
     }
     c->jobs[c->njobs++] = j;
     j->spec = spec;
-    j->fig.dpi = dflt(spec->dpi, 150);
+    j->fig.dpi = spec->dpi > 0 ? spec->dpi : 150;
     return j;
 }
 
@@ -292,244 +224,191 @@ static int request_raster(ctx *c, job *j, size_t k, int kind, size_t layer, nc_e
     return add_req(c, kind, layer, d, err);
 }
 
-void nc_fig_set_grid(job *j, size_t n, int cols, double w_in, double h_in,
-                     const nc_fig_spec *s)
-{
-    if (cols <= 0)
-        cols = n < 3 ? (int)n : 3;
-    int rows = (int)((n + (size_t)cols - 1) / (size_t)cols);
-    j->fig.rows = rows;
-    j->fig.cols = cols;
-    j->fig.width_in = dflt(s->width_in, w_in * cols);
-    j->fig.height_in = dflt(s->height_in, h_in * rows + (n > 1 ? 0.3 : 0.0)); /* + title */
-    j->fig.panels = j->panels;
-    j->fig.npanels = n;
-}
-
-static const char *fit_params_text(const nc_layer_result *r, char *buf, size_t cap)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int id = 0; id < NC_FIT_COUNT && used < cap; id++) {
-        const nc_fit_result *f = &r->fits[id];
-        if (!f->ok)
-            continue;
-        const nc_surrogate *s = nc_surrogate_get((nc_fit_id)id);
-        int w = snprintf(buf + used, cap - used, "%s%s:", used ? "; " : "", s->name);
-        for (int q = 0; q < s->nparams && w > 0 && used + (size_t)w < cap; q++) {
-            int w2 = snprintf(buf + used + w, cap - used - (size_t)w, " %s=%.6g", s->param[q],
-                              f->params.p[q]);
-            w = w2 > 0 ? w + w2 : w;
-        }
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
-    return buf;
-}
-
-static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
+/* The plan layers spec selects (its patterns; outlier-steps: only the
+ * layers that ran that experiment), in plan order, into c->sel. Layers
+ * without usable points are kept: their panels say so (as fit's report
+ * does), rather than vanishing; layers another shard analyses are not. NC_EINVAL when none is left. */
+static int select_layers(ctx *c, const nc_fig_spec *spec, nc_err *err)
 {
     const nc_plan *plan = c->plan;
-    size_t sel[64], nsel = 0;
-    for (size_t k = 0; k < plan->nlayers && nsel < 64; k++)
-        if (plan->layers[k].result.points > 0 && layer_selected(spec, plan->layers[k].name))
-            sel[nsel++] = k;
-    bool per_layer = spec->kind == NC_FIG_SCATTER || spec->kind == NC_FIG_BY_TOKEN ||
-                     spec->kind == NC_FIG_BY_CHANNEL || spec->kind == NC_FIG_JACOBIAN ||
-                     spec->kind == NC_FIG_OUTLIER_STEPS;
-    if (spec->kind == NC_FIG_OUTLIER_STEPS) { /* only the layers that ran the experiment */
-        size_t m = 0;
-        for (size_t k = 0; k < nsel; k++)
-            if (plan->layers[sel[k]].has_outlier_steps)
-                sel[m++] = sel[k];
-        nsel = m;
-        if (nsel == 0)
-            return nc_err_set(err, NC_EINVAL, "figure 'outlier-steps': no layer ran the "
-                              "outlier-steps experiment (\"experiment\": \"outlier-steps\", or "
-                              "the synth preset \"outlier-steps\")");
+    free(c->sel);
+    c->nsel = 0;
+    c->sel = malloc((plan->nlayers ? plan->nlayers : 1) * sizeof *c->sel);
+    if (!c->sel)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    for (size_t k = 0; k < plan->nlayers; k++) {
+        const nc_plan_layer *pl = &plan->layers[k];
+        if (!layer_selected(spec, pl->name) || (!pl->in_shard && pl->result.points == 0))
+            continue; /* another shard's layer (plan.h) */
+        if (spec->kind == NC_FIG_OUTLIER_STEPS && !pl->has_outlier_steps)
+            continue;
+        c->sel[c->nsel++] = k;
     }
-    if (nsel == 0 && spec->kind != NC_FIG_TANH_FAMILY)
-        return nc_err_set(err, NC_EINVAL, "figure '%s': no layer with data matches %s%s",
+    if (c->nsel == 0 && spec->kind == NC_FIG_OUTLIER_STEPS)
+        return nc_err_set(err, NC_EINVAL, "figure 'outlier-steps': no layer ran the "
+                          "outlier-steps experiment (\"experiment\": \"outlier-steps\", or "
+                          "the synth preset \"outlier-steps\")");
+    if (c->nsel == 0 && spec->kind != NC_FIG_TANH_FAMILY)
+        return nc_err_set(err, NC_EINVAL, "figure '%s': no layer matches %s%s%s",
                           nc_fig_kind_name(spec->kind), spec->nlayers ? "'" : "",
-                          spec->nlayers ? spec->layers[0] : "(all layers)");
-    size_t nj = per_layer ? nsel : 1;
-    for (size_t q = 0; q < nj; q++) {
+                          spec->nlayers ? spec->layers[0] : "(all layers)",
+                          spec->nlayers ? "'" : "");
+    return 0;
+}
+
+static bool per_layer_kind(nc_fig_kind k)
+{
+    return k == NC_FIG_SCATTER || k == NC_FIG_BY_TOKEN || k == NC_FIG_BY_CHANNEL ||
+           k == NC_FIG_JACOBIAN || k == NC_FIG_OUTLIER_STEPS;
+}
+
+/* The file stem of a figure: "<layer>_<kind>" per layer, "<kind>" across
+ * layers, or the spec's name (with "_<layer>" when it gives several
+ * files); never a part twice ("outlier_steps", not
+ * "outlier_steps_outlier_steps"); '-' becomes '_'. */
+static void job_stem(job *j, const nc_fig_spec *spec, const nc_plan_layer *pl, size_t nfiles)
+{
+    char base[160], kind[32];
+    nc_fig_sanitize(base, sizeof base, pl ? pl->name : "");
+    nc_fig_sanitize(kind, sizeof kind, nc_fig_kind_name(spec->kind));
+    for (char *t = base; *t; t++)
+        *t = *t == '-' ? '_' : *t;
+    for (char *t = kind; *t; t++)
+        *t = *t == '-' ? '_' : *t;
+    const char *tail = spec->name ? spec->name : kind;
+    size_t nb = strlen(base), nt = strlen(tail);
+    bool repeats = nb >= nt && strcmp(base + nb - nt, tail) == 0;
+    if (spec->name && !(pl && nfiles > 1))
+        snprintf(j->stem, sizeof j->stem, "%s", spec->name);
+    else if (!pl || repeats)
+        snprintf(j->stem, sizeof j->stem, "%s", pl ? base : kind);
+    else if (spec->name)
+        snprintf(j->stem, sizeof j->stem, "%s_%s", spec->name, base);
+    else
+        snprintf(j->stem, sizeof j->stem, "%s_%s", base, kind);
+    for (char *t = j->stem; *t; t++)
+        *t = *t == '-' ? '_' : *t;
+}
+
+/* A layer with nothing to draw: its panel's ranges and the reason, as
+ * fit reports it. */
+static void empty_panel(job *j, const nc_plan_layer *pl, nc_panel *p)
+{
+    *p = (nc_panel){.title = nc_fig_jprintf(j, "%s \xe2\x80\x94 no data", pl->name),
+                    .xlabel = "input x", .ylabel = "output y", .x0 = -1, .x1 = 1, .y0 = -1,
+                    .y1 = 1, .legend_pos = NC_LEGEND_NONE,
+                    .note = nc_fig_jprintf(j, "no usable token: nothing to fit (%zu tokens)",
+                                           pl->result.N)};
+}
+
+/* The one panel of a per-layer figure of plan layer `layer`. */
+static int layer_panel(ctx *c, job *j, size_t layer, nc_err *err)
+{
+    const nc_fig_spec *spec = j->spec;
+    const nc_plan_layer *pl = &c->plan->layers[layer];
+    nc_panel *p = &j->panels[0];
+    int kind = spec->kind == NC_FIG_JACOBIAN ? R_JAC : R_XY;
+    j->npanels = 1;
+    nc_fig_set_grid(j, 1, 1, spec->kind == NC_FIG_OUTLIER_STEPS ? 6.4 : 7.0,
+                    spec->kind == NC_FIG_OUTLIER_STEPS ? 4.8 : 5.2, spec);
+    if (pl->result.points == 0 && spec->kind != NC_FIG_OUTLIER_STEPS) {
+        empty_panel(j, pl, p);
+        return j->oom ? nc_err_set(err, NC_ENOMEM, "out of memory for figures") : 0;
+    }
+    bool ok;
+    switch (spec->kind) {
+    case NC_FIG_JACOBIAN: ok = nc_fig_jacobian_panel(j, pl, p); break;
+    case NC_FIG_BY_TOKEN: ok = nc_fig_by_token_panel(j, pl, p); break;
+    case NC_FIG_BY_CHANNEL: {
+        size_t k = spec->channels ? spec->channels : DEFAULT_CHANNELS;
+        ok = nc_fig_by_channel_panel(j, pl, p, k < pl->result.stats.ntop ? k
+                                                                          : pl->result.stats.ntop);
+        break;
+    }
+    case NC_FIG_OUTLIER_STEPS: ok = nc_fig_outlier_panel(j, pl, p); break;
+    default: ok = nc_fig_scatter_panel(j, pl, p, false); break;
+    }
+    if (!ok || j->oom)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    return spec->kind == NC_FIG_OUTLIER_STEPS ? 0 : request_raster(c, j, 0, kind, layer, err);
+}
+
+/* scatter-grid: one panel per selected layer, one legend for the grid. */
+static int grid_panels(ctx *c, job *j, nc_err *err)
+{
+    const nc_fig_spec *spec = j->spec;
+    nc_fig_set_grid(j, c->nsel, spec->cols, 4.3, 3.5, spec);
+    if (j->fig.rows > 64 || j->fig.cols > 64 || j->fig.height_in * j->fig.dpi > 20000)
+        return nc_err_set(err, NC_EINVAL, "figure 'scatter-grid': %zu layers make a %d x %d "
+                          "grid too large to draw (at most 20000 pixels a side); select fewer "
+                          "with \"layers\" (or --layer), or draw them as 'scatter'",
+                          c->nsel, j->fig.rows, j->fig.cols);
+    j->npanels = c->nsel;
+    j->fig.title = "Input vs output of each normalization layer";
+    j->fig.shared_legend = true;
+    for (size_t k = 0; k < c->nsel; k++) {
+        const nc_plan_layer *pl = &c->plan->layers[c->sel[k]];
+        if (pl->result.points == 0) {
+            empty_panel(j, pl, &j->panels[k]);
+            continue;
+        }
+        if (!nc_fig_scatter_panel(j, pl, &j->panels[k], true))
+            return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    }
+    int rc = 0;
+    for (size_t k = 0; k < c->nsel && !rc; k++)
+        if (c->plan->layers[c->sel[k]].result.points > 0)
+            rc = request_raster(c, j, k, R_XY, c->sel[k], err);
+    return rc;
+}
+
+/* The figures of one spec: a job per selected layer (per-layer kinds) or
+ * one job. */
+static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
+{
+    int rc = select_layers(c, spec, err);
+    if (rc)
+        return rc;
+    bool per_layer = per_layer_kind(spec->kind);
+    size_t nj = per_layer ? c->nsel : 1;
+    for (size_t q = 0; q < nj && !rc; q++) {
         job *j = new_job(c, spec, err);
         if (!j)
             return NC_ENOMEM;
-        const nc_plan_layer *pl = per_layer ? &plan->layers[sel[q]] : NULL;
-        char base[160];
-        nc_fig_sanitize(base, sizeof base, pl ? pl->name : "");
-        const char *kname = nc_fig_kind_name(spec->kind);
-        if (spec->name && per_layer && nsel > 1)
-            snprintf(j->stem, sizeof j->stem, "%s_%s", spec->name, base);
-        else if (spec->name)
-            snprintf(j->stem, sizeof j->stem, "%s", spec->name);
-        else if (pl)
-            snprintf(j->stem, sizeof j->stem, "%s_%s", base, kname);
-        else
-            snprintf(j->stem, sizeof j->stem, "%s", kname);
-        for (char *s = j->stem; *s; s++)
-            *s = *s == '-' ? '_' : *s;
-        int rc = 0;
+        size_t np = spec->kind == NC_FIG_SCATTER_GRID ? c->nsel
+                    : spec->kind == NC_FIG_ALPHA_DEPTH ? 2
+                                                        : 1;
+        if (!nc_fig_job_panels(j, np))
+            return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+        job_stem(j, spec, per_layer ? &c->plan->layers[c->sel[q]] : NULL, nj);
         switch (spec->kind) {
-        case NC_FIG_SCATTER:
-        case NC_FIG_JACOBIAN: {
-            bool jac = spec->kind == NC_FIG_JACOBIAN;
-            nc_fig_set_grid(j, 1, 1, 7.0, 5.2, spec);
-            if (!(jac ? nc_fig_jacobian_panel(j, pl, &j->panels[0])
-                      : nc_fig_scatter_panel(j, pl, &j->panels[0], false)))
-                return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-            j->npanels = 1;
-            rc = request_raster(c, j, 0, jac ? R_JAC : R_XY, sel[q], err);
-            break;
-        }
-        case NC_FIG_BY_TOKEN:
-            nc_fig_set_grid(j, 1, 1, 7.0, 5.2, spec);
-            if (!nc_fig_by_token_panel(j, pl, &j->panels[0]))
-                return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-            j->npanels = 1;
-            rc = request_raster(c, j, 0, R_XY, sel[q], err);
-            break;
-        case NC_FIG_BY_CHANNEL: {
-            size_t k = spec->channels ? spec->channels : DEFAULT_CHANNELS;
-            if (k > pl->result.stats.ntop)
-                k = pl->result.stats.ntop;
-            nc_fig_set_grid(j, 1, 1, 7.0, 5.2, spec);
-            if (!nc_fig_by_channel_panel(j, pl, &j->panels[0], k))
-                return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-            j->npanels = 1;
-            rc = request_raster(c, j, 0, R_XY, sel[q], err);
-            break;
-        }
-        case NC_FIG_SCATTER_GRID:
-            nc_fig_set_grid(j, nsel, spec->cols, 4.3, 3.5, spec);
-            for (size_t k = 0; k < nsel; k++)
-                if (!nc_fig_scatter_panel(j, &plan->layers[sel[k]], &j->panels[k], true))
-                    return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-            j->npanels = nsel;
-            j->fig.title = "Input vs output of each normalization layer";
-            for (size_t k = 0; k < nsel && !rc; k++)
-                rc = request_raster(c, j, k, R_XY, sel[k], err);
-            break;
+        case NC_FIG_SCATTER_GRID: rc = grid_panels(c, j, err); break;
         case NC_FIG_ALPHA_STD:
             nc_fig_set_grid(j, 1, 1, 6.4, 4.8, spec);
-            if ((rc = nc_fig_alpha_std_panel(j, plan, sel, nsel, &j->panels[0], err)))
-                return rc;
             j->npanels = 1;
+            rc = nc_fig_alpha_std_panel(j, c->plan, c->sel, c->nsel, &j->panels[0], err);
+            break;
+        case NC_FIG_ALPHA_DEPTH:
+            nc_fig_set_grid(j, 2, 2, 4.0, 3.6, spec);
+            j->npanels = 2;
+            j->fig.shared_legend = true;
+            rc = nc_fig_alpha_depth_panel(j, c->plan, c->sel, c->nsel, &j->panels[0], err);
             break;
         case NC_FIG_TANH_FAMILY:
             nc_fig_set_grid(j, 1, 1, 6.0, 4.2, spec);
-            if ((rc = nc_fig_tanh_panel(j, &j->panels[0], err)))
-                return rc;
             j->npanels = 1;
+            rc = nc_fig_tanh_panel(j, &j->panels[0], err);
             break;
-        case NC_FIG_OUTLIER_STEPS:
-            nc_fig_set_grid(j, 1, 1, 6.4, 4.8, spec);
-            if (!nc_fig_outlier_panel(j, pl, &j->panels[0]))
-                return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-            j->npanels = 1;
-            break;
-        default:
-            break;
+        default: rc = layer_panel(c, j, c->sel[q], err); break;
         }
-        if (rc)
-            return rc;
-        if (j->oom)
-            return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+        if (!rc && j->oom)
+            rc = nc_err_set(err, NC_ENOMEM, "out of memory for figures");
         j->fig.npanels = j->npanels;
         if (spec->legend)
             for (size_t k = 0; k < j->npanels; k++)
                 j->panels[k].legend_pos = spec->legend;
     }
-    return 0;
-}
-
-int nc_fig_render_job(job *j, const char *command, struct nc_outset *set, char **files,
-                      size_t cap, size_t *nfiles, const nc_plan *plan, nc_err *err)
-{
-    /* metadata: tool, command, layers and their fitted parameters */
-    char layers[512] = "";
-    size_t used = 0;
-    j->meta_params[0] = '\0';
-    size_t mp = 0;
-    for (size_t k = 0; k < plan->nlayers; k++) {
-        const nc_plan_layer *pl = &plan->layers[k];
-        bool in = false;
-        for (size_t p = 0; p < j->npanels; p++)
-            in = in || (j->panels[p].title && strncmp(j->panels[p].title, pl->name,
-                                                       strlen(pl->name)) == 0);
-        if (!in && j->spec->kind != NC_FIG_ALPHA_STD)
-            continue;
-        int w = snprintf(layers + used, sizeof layers - used, "%s%s", used ? ", " : "", pl->name);
-        used = w > 0 && used + (size_t)w < sizeof layers ? used + (size_t)w : used;
-        char buf[1024];
-        fit_params_text(&pl->result, buf, sizeof buf);
-        w = snprintf(j->meta_params + mp, sizeof j->meta_params - mp, "%s%s: %s",
-                     mp ? " | " : "", pl->name, buf);
-        mp = w > 0 && mp + (size_t)w < sizeof j->meta_params ? mp + (size_t)w : mp;
-    }
-    int m = 0;
-    j->meta[m++] = "Software";
-    j->meta[m++] = NC_TOOL_NAME " " NC_VERSION;
-    j->meta[m++] = "Title";
-    j->meta[m++] = j->fig.title ? j->fig.title : (j->panels[0].title ? j->panels[0].title : "");
-    j->meta[m++] = "Command";
-    j->meta[m++] = command ? command : "";
-    j->meta[m++] = "Layer";
-    j->meta[m++] = layers;
-    j->meta[m++] = "Parameters";
-    j->meta[m++] = j->meta_params;
-    j->meta[m++] = "Figure";
-    j->meta[m++] = nc_fig_kind_name(j->spec->kind);
-    /* where each panel's data area is in the PNG, and the data range it
-     * shows: enough to read values off the picture (tests do) */
-    size_t pu = 0;
-    j->meta_panels[0] = '\0';
-    for (size_t k = 0; k < j->npanels; k++) {
-        nc_rect a;
-        int rc = nc_figure_layout(&j->fig, k, &a, err);
-        if (rc)
-            return rc;
-        const nc_panel *p = &j->panels[k];
-        int w = snprintf(j->meta_panels + pu, sizeof j->meta_panels - pu,
-                         "%spanel %zu: area %d %d %d %d; x %.17g %.17g%s; y %.17g %.17g%s",
-                         k ? "\n" : "", k, a.x, a.y, a.w, a.h, p->x0, p->x1,
-                         p->xlog ? " log" : "", p->y0, p->y1, p->ylog ? " log" : "");
-        if (w > 0 && pu + (size_t)w < sizeof j->meta_panels)
-            pu += (size_t)w;
-    }
-    j->meta[m++] = "Panels";
-    j->meta[m++] = j->meta_panels;
-    j->meta[m] = NULL;
-    j->fig.meta = j->meta;
-
-    unsigned formats = j->spec->formats ? j->spec->formats : NC_FIGFMT_PNG;
-    static const struct {
-        unsigned bit;
-        nc_format fmt;
-        const char *ext;
-    } fmts[3] = {{NC_FIGFMT_PNG, NC_FMT_PNG, "png"},
-                 {NC_FIGFMT_PDF, NC_FMT_PDF, "pdf"},
-                 {NC_FIGFMT_SVG, NC_FMT_SVG, "svg"}};
-    for (int f = 0; f < 3; f++) {
-        if (!(formats & fmts[f].bit))
-            continue;
-        nc_membuf mb = {0};
-        nc_sink sink = nc_membuf_sink(&mb);
-        int rc = nc_figure_render(&j->fig, fmts[f].fmt, &sink, err);
-        char name[256];
-        snprintf(name, sizeof name, "%s.%s", j->stem, fmts[f].ext);
-        if (!rc)
-            rc = nc_outset_add(set, name, mb.data, mb.len, err);
-        nc_membuf_free(&mb);
-        if (rc)
-            return rc;
-        if (files && *nfiles < cap && (files[*nfiles] = strdup(name)))
-            (*nfiles)++;
-    }
-    return 0;
+    return rc;
 }
 
 int nc_figures_render(const struct nc_plan *plan, const nc_fig_spec *specs, size_t n,
@@ -559,7 +438,9 @@ int nc_figures_render(const struct nc_plan *plan, const nc_fig_spec *specs, size
         for (size_t q = 0; q < c.nreq; q++)
             if (c.req[q].layer == l)
                 mine[m++] = c.req[q];
+        nc_plan_layer_memory(&plan->layers[l], true);
         rc = raster_pass(&plan->layers[l], mine, m, threads, err);
+        nc_plan_layer_memory(&plan->layers[l], false); /* one layer resident at a time */
         free(mine);
     }
     for (size_t k = 0; k < c.njobs && !rc; k++)
@@ -570,5 +451,6 @@ int nc_figures_render(const struct nc_plan *plan, const nc_fig_spec *specs, size
     }
     free(c.jobs);
     free(c.req);
+    free(c.sel);
     return rc;
 }

@@ -4,9 +4,12 @@
  * a figure is built in, the memory it owns, and the steps each file
  * provides to the others.
  *
- *   figures.c     the driver: spec parsing, jobs, the raster pass, files
+ *   figures.c     the driver: jobs per spec, the raster pass
  *   fig_panels.c  the panels of each figure kind
+ *   fig_depth.c   the figures across layers (alpha-std, alpha-depth)
  *   fig_sweep.c   the sweep figures (nc_figures_sweeps)
+ *   fig_job.c     a job's memory, grid, metadata and rendering: below
+ *                 the others, which call it (never the other way)
  *
  * Left out: everything a caller outside these files may use (figures.h).
  */
@@ -27,18 +30,16 @@
 typedef struct job {
     const nc_fig_spec *spec;
     nc_figure fig;
-    nc_panel panels[64];
-    size_t npanels;
+    nc_panel *panels; /* [cap_panels] (owned; nc_fig_job_panels) */
+    size_t npanels, cap_panels;
     void **owned; /* everything allocated for this job */
     size_t nowned, capowned;
     bool oom;
     char stem[192];
-    char meta_params[2048];
-    char meta_panels[1024];
     const char *meta[16];
 } job;
 
-/* ---- figures.c ---------------------------------------------------------- */
+/* ---- fig_job.c ----------------------------------------------------------- */
 
 /* n zeroed bytes (at least 1) owned by job j, freed by nc_fig_job_free.
  * NULL when out of memory, which also sets j->oom. */
@@ -46,6 +47,9 @@ void *nc_fig_jalloc(job *j, size_t n);
 
 /* A printf-formatted string owned by job j (as nc_fig_jalloc), or NULL. */
 __attribute__((format(printf, 2, 3))) char *nc_fig_jprintf(job *j, const char *fmt, ...);
+
+/* Allocates j's panels, n of them (zeroed); false when out of memory. */
+bool nc_fig_job_panels(job *j, size_t n);
 
 /* Frees what job j owns and its panels' rasters; not j itself. */
 void nc_fig_job_free(job *j);
@@ -79,9 +83,15 @@ bool nc_fig_by_token_panel(job *j, const nc_plan_layer *pl, nc_panel *p);
 /* by-channel, highlighting the first k of the layer's top channels */
 bool nc_fig_by_channel_panel(job *j, const nc_plan_layer *pl, nc_panel *p, size_t k);
 bool nc_fig_outlier_panel(job *j, const nc_plan_layer *pl, nc_panel *p);
+/* ---- fig_depth.c -------------------------------------------------------- */
+
 /* alpha-std over the plan layers sel[nsel]; NC_EINVAL when none has a DyT fit */
 int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_t nsel,
                            nc_panel *p, nc_err *err);
+/* alpha-depth: panels p[0] (alpha) and p[1] (C); NC_EINVAL when no layer
+ * has a DyT or DyISRU fit */
+int nc_fig_alpha_depth_panel(job *j, const nc_plan *plan, const size_t *sel, size_t nsel,
+                             nc_panel *p, nc_err *err);
 /* tanh-family, with the alphas of j's spec */
 int nc_fig_tanh_panel(job *j, nc_panel *p, nc_err *err);
 

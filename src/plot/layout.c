@@ -9,6 +9,8 @@
 
 #include <cairo.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,10 +49,21 @@ static void fit_ticks(cairo_t *cr, const layout *L, double lo, double hi, bool l
     }
 }
 
+/* An axis label with its axis' shared factor: "input x (\u00d710\u00b3)". */
+static void axis_label(char *dst, size_t cap, const char *label, const char *offset)
+{
+    if (offset[0] && label && *label)
+        snprintf(dst, cap, "%s (%s)", label, offset);
+    else if (offset[0])
+        snprintf(dst, cap, "%s", offset);
+    else
+        snprintf(dst, cap, "%s", label ? label : "");
+}
+
 /* Text room around panel k's area, from its current ticks; dw is the
  * current width of the area (for labels that stick out sideways). */
-static void panel_margins(cairo_t *cr, const layout *L, const nc_panel *p, double dw,
-                          panel_layout *pl)
+static void panel_margins(cairo_t *cr, const nc_figure *fig, const layout *L, const nc_panel *p,
+                          double dw, panel_layout *pl)
 {
     double s = L->s, tick_room = (TICK_LEN_PT + TICK_PAD_PT) * s + ceil(FRAME_PT * s);
     double ytw = 0, xth = 0, ytop = 0;
@@ -61,15 +74,17 @@ static void panel_margins(cairo_t *cr, const layout *L, const nc_panel *p, doubl
     }
     for (size_t i = 0; i < pl->xt.n; i++)
         xth = fmax(xth, nc_text_measure_tick(cr, L->tick_px, pl->xt.label[i], L->digit_h).asc);
-    textbox yl = nc_text_measure(cr, L->font_px * LABEL_FONT, p->ylabel);
-    textbox xl = nc_text_measure(cr, L->font_px * LABEL_FONT, p->xlabel);
-    textbox ti = nc_text_measure(cr, L->font_px * TITLE_FONT, p->title);
+    axis_label(pl->xlab, sizeof pl->xlab, p->xlabel, pl->xt.offset);
+    axis_label(pl->ylab, sizeof pl->ylab, p->ylabel, pl->yt.offset);
+    textbox yl = nc_text_measure(cr, nc_layout_ylabel_px(cr, fig, L, pl->ylab), pl->ylab);
+    textbox xl = nc_text_measure(cr, nc_layout_xlabel_px(cr, fig, L, pl->xlab), pl->xlab);
+    textbox ti = nc_text_measure(cr, nc_layout_title_px(cr, fig, L, p->title), p->title);
 
     pl->left = tick_room + ytw;
-    if (p->ylabel && *p->ylabel)
+    if (pl->ylab[0])
         pl->left += LABEL_PAD_PT * s + yl.asc + yl.desc;
     pl->bottom = tick_room + xth;
-    if (p->xlabel && *p->xlabel)
+    if (pl->xlab[0])
         pl->bottom += LABEL_PAD_PT * s + xl.asc + xl.desc;
     pl->top = p->title && *p->title ? TITLE_PAD_PT * s + ti.asc + ti.desc : ytop;
     /* the first and last x tick labels may stick out sideways */
@@ -104,6 +119,8 @@ static int place_areas(const nc_figure *fig, layout *L, int *dw, int *dh)
         L->rowB[r] = (int)fmax(L->rowB[r], ceil(pl->bottom));
     }
     double usedw = 2 * L->pad + (cols - 1) * L->gap, usedh = 2 * L->pad + (rows - 1) * L->gap;
+    if (L->strip_h > 0)
+        usedh += L->strip_h + L->gap;
     if (L->suptitle_h > 0)
         usedh += L->suptitle_h + SUPTITLE_PAD_PT * L->s;
     for (int c = 0; c < cols; c++)
@@ -129,6 +146,13 @@ static int place_areas(const nc_figure *fig, layout *L, int *dw, int *dh)
         L->p[k].area = (nc_rect){(int)round(xx + L->colL[c]), (int)round(yy + L->rowT[r]), *dw,
                                  *dh};
     }
+    if (L->strip_h > 0) {
+        double bottom = ytop;
+        for (int i = 0; i < rows; i++)
+            bottom += L->rowT[i] + *dh + L->rowB[i] + (i ? L->gap : 0);
+        L->strip = (nc_rect){(int)round(L->pad), (int)round(bottom + L->gap),
+                             (int)floor(L->W - 2 * L->pad), (int)ceil(L->strip_h)};
+    }
     return 0;
 }
 
@@ -138,13 +162,94 @@ void nc_layout_free(layout *L)
     L->p = NULL;
 }
 
-int nc_layout_compute(const nc_figure *fig, int W, int H, layout *L, nc_err *err)
+double nc_layout_font_pt(const nc_figure *fig)
+{
+    if (fig->font_pt > 0)
+        return fig->font_pt;
+    double cw = fig->width_in / fig->cols, ch = fig->height_in / fig->rows;
+    return DEFAULT_FONT_PT * clampd(sqrt(cw * ch / (6.4 * 4.8)), MIN_AUTO_FONT_PT / DEFAULT_FONT_PT,
+                                    1.0);
+}
+
+void nc_layout_record_line(layout *L, const char *line)
+{
+    nc_rec *r = L->rec;
+    if (!r || r->oom)
+        return;
+    size_t n = strlen(line);
+    if (r->len + n + 2 > r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 4096;
+        while (cap < r->len + n + 2)
+            cap *= 2;
+        char *g = realloc(r->s, cap);
+        if (!g) {
+            r->oom = true;
+            return;
+        }
+        r->s = g;
+        r->cap = cap;
+    }
+    memcpy(r->s + r->len, line, n);
+    r->len += n;
+    r->s[r->len++] = '\n';
+    r->s[r->len] = '\0';
+}
+
+void nc_layout_record(layout *L, const char *what, double x, double y, double w, double h,
+                      double size_px)
+{
+    char line[256];
+    snprintf(line, sizeof line, "%s %.1f %.1f %.1f %.1f %.2f", what, x, y, w, h,
+             size_px / L->px_pt);
+    nc_layout_record_line(L, line);
+}
+
+double nc_layout_fit_size(cairo_t *cr, const layout *L, double size_px, const char *s,
+                          double maxw)
+{
+    double w = nc_text_measure(cr, size_px, s).w, min_px = MIN_TEXT_PT * L->px_pt;
+    if (w <= maxw || size_px <= min_px || !(w > 0))
+        return size_px;
+    return fmax(min_px, size_px * maxw / w);
+}
+
+/* Room for a panel's texts along x and y: its share of the figure. */
+static double cell_w(const nc_figure *fig, const layout *L)
+{
+    return (L->W - 2 * L->pad) / fig->cols - (fig->cols > 1 ? L->gap : 0);
+}
+
+static double cell_h(const nc_figure *fig, const layout *L)
+{
+    return (L->H - 2 * L->pad - L->strip_h - L->suptitle_h) / fig->rows - L->font_px;
+}
+
+double nc_layout_title_px(cairo_t *cr, const nc_figure *fig, const layout *L, const char *s)
+{
+    return nc_layout_fit_size(cr, L, L->font_px * TITLE_FONT, s, cell_w(fig, L));
+}
+
+double nc_layout_xlabel_px(cairo_t *cr, const nc_figure *fig, const layout *L, const char *s)
+{
+    return nc_layout_fit_size(cr, L, L->font_px * LABEL_FONT, s, cell_w(fig, L));
+}
+
+double nc_layout_ylabel_px(cairo_t *cr, const nc_figure *fig, const layout *L, const char *s)
+{
+    return nc_layout_fit_size(cr, L, L->font_px * LABEL_FONT, s, cell_h(fig, L));
+}
+
+int nc_layout_compute(const nc_figure *fig, int W, int H, double strip_h, layout *L,
+                      nc_err *err)
 {
     memset(L, 0, sizeof *L);
     L->W = W;
     L->H = H;
-    L->s = fig->dpi / 72.0;
-    L->font_px = (fig->font_pt > 0 ? fig->font_pt : DEFAULT_FONT_PT) * L->s;
+    L->px_pt = fig->dpi / 72.0;
+    L->k = nc_layout_font_pt(fig) / DEFAULT_FONT_PT;
+    L->s = L->px_pt * L->k;
+    L->strip_h = strip_h;
+    L->font_px = DEFAULT_FONT_PT * L->s;
     L->tick_px = L->font_px * TICK_FONT;
     L->pad = OUTER_PAD_EM * L->font_px;
     L->gap = GAP_EM * L->font_px;
@@ -173,7 +278,7 @@ int nc_layout_compute(const nc_figure *fig, int W, int H, layout *L, nc_err *err
             panel_layout *pl = &L->p[k];
             fit_ticks(cr, L, p->x0, p->x1, p->xlog, dw, true, &pl->xt);
             fit_ticks(cr, L, p->y0, p->y1, p->ylog, dh, false, &pl->yt);
-            panel_margins(cr, L, p, dw, pl);
+            panel_margins(cr, fig, L, p, dw, pl);
         }
         if (place_areas(fig, L, &dw, &dh) != 0) {
             rc = nc_err_set(err, NC_EINVAL,

@@ -21,6 +21,8 @@
 
 #define FONT_FACE "DejaVu Sans"
 #define DEFAULT_FONT_PT 10.0
+#define MIN_AUTO_FONT_PT 7.5 /* smallest base font chosen for a small figure */
+#define MIN_TEXT_PT 6.0      /* no text smaller than this at print size */
 /* text sizes relative to the base font */
 #define TICK_FONT 0.9
 #define LABEL_FONT 1.0
@@ -57,6 +59,7 @@
 #define LEG_HANDLELEN 2.0
 #define LEG_HANDLEPAD 0.8
 #define LEG_AXESPAD 0.5
+#define LEG_COLSPACING 2.0
 #define LEG_ALPHA 0.8 /* opacity of the legend's white box */
 
 static const nc_rgb TEXT_RGB = {0.10, 0.10, 0.10};

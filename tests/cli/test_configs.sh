@@ -28,7 +28,7 @@ for f in scatter_grid_synthetic.png scatter_grid_vit4mnist.png late_by_token.png
 done
 expect_file "$T/fig_sweep/ln05_sweep_alpha.csv"
 expect_file "$T/fig_sweep/ln05_sweep_alpha.png"
-expect_file "$T/outlier_steps/outlier_steps_outlier_steps.png"
+expect_file "$T/outlier_steps/outlier_steps.png"
 expect_file "$T/fig_tanh_family/tanh_family.svg"
 
 done_tests

@@ -14,7 +14,7 @@
 # test fails when one of them is gone, so the list cannot go stale.
 . tests/cli/lib.sh
 
-KNOWN="plot/fig_panels.c plot/figures.c"
+KNOWN=""
 
 py=tests/cli/check_layers.py
 

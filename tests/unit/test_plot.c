@@ -147,13 +147,25 @@ static void test_linear_labels(void)
     CHECK_STR("-5 0 5 10", s);
     linear_labels(99.5, 100.5, 5, s, sizeof s);
     CHECK_STR("99.6 99.8 100.0 100.2 100.4", s);
-    /* large and small magnitudes switch the whole axis to exponents */
+    /* large and small magnitudes give the axis a shared factor (Matplotlib's
+     * offset text): plain labels, "x10^E" once, never "1.9e+03" */
+    nc_ticks tk;
     linear_labels(0, 2e5, 5, s, sizeof s);
-    CHECK_STR("0 5e4 1e5 1.5e5 2e5", s);
+    CHECK_STR("0.0 0.5 1.0 1.5 2.0", s);
+    CHECK(nc_ticks_linear(0, 2e5, 5, &tk, NULL) == 0);
+    CHECK_STR("\xc3\x97" "10\xe2\x81\xb5", tk.offset);
     linear_labels(1e-5, 5e-5, 4, s, sizeof s);
-    CHECK_STR("1e-5 2e-5 3e-5 4e-5 5e-5", s);
+    CHECK_STR("1 2 3 4 5", s);
+    CHECK(nc_ticks_linear(1e-5, 5e-5, 4, &tk, NULL) == 0);
+    CHECK_STR("\xc3\x97" "10\xe2\x81\xbb\xe2\x81\xb5", tk.offset);
     linear_labels(-2.385e6, 2.385e6, 4, s, sizeof s);
-    CHECK_STR("-2e6 0 2e6", s);
+    CHECK_STR("-2 0 2", s);
+    CHECK(nc_ticks_linear(0, 5, 5, &tk, NULL) == 0 && tk.offset[0] == '\0');
+    char nb[32];
+    CHECK_STR("1900", nc_fmt_num(nb, sizeof nb, 1900, 3));
+    CHECK_STR("1.9\xc3\x97" "10\xe2\x81\xb5", nc_fmt_num(nb, sizeof nb, 1.9e5, 3));
+    CHECK_STR("10\xe2\x81\xbb\xe2\x81\xb4", nc_fmt_num(nb, sizeof nb, 1e-4, 3));
+    CHECK_STR("0.0219", nc_fmt_num(nb, sizeof nb, 0.0219007, 3));
     linear_labels(-0.004986, -0.004509, 2, s, sizeof s); /* no multiple of 5e-4 inside */
     CHECK_STR("-0.0048 -0.0046", s); /* step 2e-4 */
 
@@ -798,7 +810,7 @@ static void test_figure_errors(void)
     p.legend_pos = 99;
     nc_err_clear(&err);
     CHECK_INT(NC_EINVAL, nc_figure_render(&fig, NC_FMT_PNG, &s, &err));
-    CHECK_STR("figure: panel 0: legend position 99, expected 0 to 11", err.msg);
+    CHECK_STR("figure: panel 0: legend position 99, expected 0 to 12", err.msg);
     p = test_panel();
     fig.dpi = 5;
     nc_err_clear(&err);

@@ -1,0 +1,214 @@
+/*
+ * fig_depth.c - the figures across layers (figures.h): alpha-std (fitted
+ * DyT alpha against 1/std(x), each point named, one theory line per model)
+ * and alpha-depth (fitted alpha and C against the layer index, one line
+ * per model).
+ *
+ * A model here is the set of the selected layers that share the width d
+ * (layers of one model do; models of the same width are drawn as one).
+ * Each model gets one colour of the categorical palette (nc_cat_color),
+ * in the order its first layer comes in the plan.
+ *
+ * The across-layer fit of the run-level analysis (log alpha against
+ * log 1/std, with its confidence interval) is drawn where run_fit_line()
+ * says: it returns false until the plan carries that block.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan.h"
+#include "plot/axes.h"
+#include "plot/figure.h"
+#include "plot/figures_internal.h"
+
+#define MAX_MODELS 64 /* distinct widths told apart by colour; more share the last colour */
+
+/* The model (index of its d among ds[*nd]) of width d; adds d when new. */
+static size_t model_of(size_t d, size_t *ds, size_t *nd)
+{
+    for (size_t m = 0; m < *nd; m++)
+        if (ds[m] == d)
+            return m;
+    if (*nd == MAX_MODELS)
+        return MAX_MODELS - 1;
+    ds[*nd] = d;
+    return (*nd)++;
+}
+
+/* Hook for the run-level across-layer fit (alpha = A (1/std)^b): when the
+ * plan carries it, set *a, *b and return true to draw it. */
+static bool run_fit_line(const nc_plan *plan, double *A, double *b)
+{
+    (void)plan;
+    (void)A;
+    (void)b;
+    return false;
+}
+
+/* alpha-std: per layer, the fitted alpha (circle) and the theory value
+ * 1/(rho sqrt d) (cross) at 1/std(x), named by the layer; per model the
+ * line alpha = (1/std)/sqrt(d); and the line alpha = 1/std. */
+int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_t nsel,
+                           nc_panel *p, nc_err *err)
+{
+    nc_mark *m = nc_fig_jalloc(j, 2 * nsel * sizeof *m);
+    nc_label *lb = nc_fig_jalloc(j, nsel * sizeof *lb);
+    nc_curve *cv = nc_fig_jalloc(j, (MAX_MODELS + 2) * sizeof *cv);
+    size_t ds[MAX_MODELS], nd = 0, nm = 0, nl = 0;
+    if (!m || !lb || !cv)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    double lo = INFINITY, hi = 0, ylo = INFINITY, yhi = 0;
+    for (size_t k = 0; k < nsel; k++) {
+        const nc_plan_layer *pl = &plan->layers[sel[k]];
+        const nc_layer_result *r = &pl->result;
+        const nc_fit_result *f = &r->fits[NC_FIT_DYT];
+        double ix = 1.0 / r->stats.std, al = f->ok ? f->params.p[0] : NAN;
+        double th = 1.0 / (r->stats.rho * sqrt((double)r->d));
+        if (!(al > 0 && isfinite(al) && ix > 0 && isfinite(ix)))
+            continue;
+        nc_rgb col = nc_cat_color((int)model_of(r->d, ds, &nd));
+        m[nm++] = (nc_mark){ix, al, col, NC_MARKER_CIRCLE, 6, "fitted \xce\xb1 (DyT)"};
+        if (th > 0 && isfinite(th)) {
+            m[nm++] = (nc_mark){ix, th, col, NC_MARKER_CROSS, 6,
+                                "theory 1/(\xcf\x81\xe2\x88\x9a" "d)"};
+            ylo = fmin(ylo, th);
+            yhi = fmax(yhi, th);
+        }
+        lb[nl++] = (nc_label){ix, al, pl->name, col};
+        ylo = fmin(ylo, al);
+        yhi = fmax(yhi, al);
+        lo = fmin(lo, ix);
+        hi = fmax(hi, ix);
+    }
+    if (nm == 0)
+        return nc_err_set(err, NC_EINVAL, "figure 'alpha-std': no layer has a DyT fit");
+    p->xlog = p->ylog = true;
+    p->x0 = lo / 2, p->x1 = hi * 2, p->y0 = ylo / 2.5, p->y1 = yhi * 2.5;
+    size_t nc = 0;
+    for (size_t q = 0; q < nd; q++) { /* alpha = (1/std) / sqrt(d), each model's own d */
+        double *xy = nc_fig_jalloc(j, 4 * sizeof *xy), s = sqrt((double)ds[q]);
+        if (!xy)
+            return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+        xy[0] = p->x0, xy[1] = p->x1, xy[2] = p->x0 / s, xy[3] = p->x1 / s;
+        cv[nc++] = (nc_curve){xy, xy + 2, 2, nc_cat_color((int)q), 1.0, true, 0, 0,
+                              nc_fig_jprintf(j, "\xce\xb1 = (1/std)/\xe2\x88\x9a" "d, d = %zu",
+                                             ds[q])};
+    }
+    double A, b, *xy = nc_fig_jalloc(j, 8 * sizeof *xy);
+    if (!xy)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    xy[0] = p->x0, xy[1] = p->x1, xy[2] = p->x0, xy[3] = p->x1;
+    cv[nc++] = (nc_curve){xy, xy + 2, 2, nc_rgb_hex(0x888888), 1.0, true, 0, 0,
+                          "\xce\xb1 = 1/std"};
+    if (run_fit_line(plan, &A, &b)) {
+        xy[4] = p->x0, xy[5] = p->x1, xy[6] = A * pow(p->x0, b), xy[7] = A * pow(p->x1, b);
+        cv[nc++] = (nc_curve){xy + 4, xy + 6, 2, nc_rgb_hex(0x000000), 1.2, false, 0, 0,
+                              "fit across layers"};
+    }
+    *p = (nc_panel){.title = "DyT \xce\xb1 against 1/std(x) across layers",
+                    .xlabel = "1/std(x)", .ylabel = "\xce\xb1", .xlog = true, .ylog = true,
+                    .x0 = p->x0, .x1 = p->x1, .y0 = p->y0, .y1 = p->y1, .grid = true,
+                    .curves = cv, .ncurves = nc, .marks = m, .nmarks = nm, .labels = lb,
+                    .nlabels = nl};
+    return j->oom ? nc_err_set(err, NC_ENOMEM, "out of memory for figures") : 0;
+}
+
+/* The index of a layer in its model: the first number in its name when
+ * the model's names all have distinct ones (ln00, blocks.3.norm1), else
+ * its position among the model's layers. */
+static double layer_index(const char *name, size_t pos, bool by_name)
+{
+    const char *s = name;
+    while (*s && (*s < '0' || *s > '9'))
+        s++;
+    return by_name && *s ? strtod(s, NULL) : (double)pos;
+}
+
+static bool names_numbered(const nc_plan *plan, const size_t *sel, size_t nsel)
+{
+    for (size_t a = 0; a < nsel; a++) {
+        const char *s = plan->layers[sel[a]].name;
+        if (!strpbrk(s, "0123456789"))
+            return false;
+        for (size_t b = 0; b < a; b++)
+            if (plan->layers[sel[a]].result.d == plan->layers[sel[b]].result.d &&
+                layer_index(s, 0, true) == layer_index(plan->layers[sel[b]].name, 0, true))
+                return false;
+    }
+    return true;
+}
+
+/* One line per model of fits[id].params.p[0] against the layer index. */
+static bool depth_lines(job *j, const nc_plan *plan, const size_t *sel, size_t nsel, int id,
+                        nc_panel *p)
+{
+    size_t ds[MAX_MODELS], nd = 0, count[MAX_MODELS] = {0};
+    for (size_t k = 0; k < nsel; k++)
+        model_of(plan->layers[sel[k]].result.d, ds, &nd);
+    nc_curve *cv = nc_fig_jalloc(j, (nd ? nd : 1) * sizeof *cv);
+    double *xy = nc_fig_jalloc(j, 2 * (nsel ? nsel : 1) * sizeof *xy);
+    if (!cv || !xy)
+        return false;
+    bool by_name = names_numbered(plan, sel, nsel);
+    double lo = INFINITY, hi = 0, xlo = INFINITY, xhi = -INFINITY;
+    size_t used = 0;
+    for (size_t q = 0; q < nd; q++) {
+        double *x = xy + used, *y = xy + nsel + used;
+        size_t n = 0;
+        for (size_t k = 0; k < nsel; k++) {
+            const nc_plan_layer *pl = &plan->layers[sel[k]];
+            if (pl->result.d != ds[q])
+                continue;
+            const nc_fit_result *f = &pl->result.fits[id];
+            x[n] = layer_index(pl->name, count[q]++, by_name);
+            y[n] = f->ok && f->params.p[0] > 0 ? f->params.p[0] : NAN;
+            if (isfinite(y[n])) {
+                lo = fmin(lo, y[n]), hi = fmax(hi, y[n]);
+                xlo = fmin(xlo, x[n]), xhi = fmax(xhi, x[n]);
+            }
+            n++;
+        }
+        used += n;
+        cv[q] = (nc_curve){x, y, n, nc_cat_color((int)q), 1.4, false, NC_MARKER_CIRCLE, 5,
+                           nc_fig_jprintf(j, "d = %zu", ds[q])};
+    }
+    if (!(hi > 0))
+        lo = 0.5, hi = 2, xlo = 0, xhi = 1;
+    if (xhi <= xlo)
+        xlo -= 1, xhi += 1;
+    double pad = 0.06 * (xhi - xlo);
+    p->x0 = xlo - pad, p->x1 = xhi + pad;
+    p->ylog = hi / lo > 20;
+    p->y0 = p->ylog ? lo / 1.5 : fmax(0, lo - 0.15 * (hi - lo + 1e-12 * hi));
+    p->y1 = p->ylog ? hi * 1.5 : hi + 0.15 * (hi - lo + 1e-12 * hi);
+    if (!(p->y1 > p->y0))
+        p->y0 = lo / 2, p->y1 = hi * 2;
+    p->curves = cv;
+    p->ncurves = nd;
+    p->grid = true;
+    p->xlabel = by_name ? "layer (number in its name)" : "layer (order in the run)";
+    return !j->oom;
+}
+
+int nc_fig_alpha_depth_panel(job *j, const nc_plan *plan, const size_t *sel, size_t nsel,
+                             nc_panel *p, nc_err *err)
+{
+    nc_panel *q = p + 1; /* the job has room for two panels */
+    bool any = false;
+    for (size_t k = 0; k < nsel; k++)
+        any = any || plan->layers[sel[k]].result.fits[NC_FIT_DYT].ok ||
+              plan->layers[sel[k]].result.fits[NC_FIT_DYISRU].ok;
+    if (!any)
+        return nc_err_set(err, NC_EINVAL, "figure 'alpha-depth': no layer has a DyT or DyISRU "
+                                          "fit");
+    if (!depth_lines(j, plan, sel, nsel, NC_FIT_DYT, p) ||
+        !depth_lines(j, plan, sel, nsel, NC_FIT_DYISRU, q))
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    p->title = "DyT \xce\xb1 by layer";
+    p->ylabel = "fitted \xce\xb1";
+    q->title = "DyISRU C by layer";
+    q->ylabel = "fitted C";
+    return 0;
+}

@@ -1,0 +1,243 @@
+/*
+ * fig_job.c - a paper-style figure being built (figures_internal.h): the
+ * memory a job owns, its grid, its file stem, and rendering it with its
+ * metadata into the output set.
+ *
+ * This file sits below the driver (figures.c), the panel builders
+ * (fig_panels.c, fig_depth.c) and the sweep figures (fig_sweep.c): they
+ * call it, it calls none of them, so the calls between the figure files
+ * run one way.
+ *
+ * Metadata of each PNG (text chunks): Software, Title, Command, Layer (the
+ * plan layers the figure shows), Parameters (their fits), Figure (the
+ * kind), Panels (each panel's data area in pixels and its data range,
+ * enough to read values off the picture) and, added by figure.c, Layout
+ * (the box of every text item and legend; figure.h).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan.h"
+#include "plot/figure.h"
+#include "plot/figures_internal.h"
+#include "util/outfile.h"
+#include "util/version.h"
+
+static void *own(job *j, void *p)
+{
+    if (!p) {
+        j->oom = true;
+        return NULL;
+    }
+    if (j->nowned == j->capowned) {
+        size_t cap = j->capowned ? 2 * j->capowned : 32;
+        void **g = realloc(j->owned, cap * sizeof *g);
+        if (!g) {
+            free(p);
+            j->oom = true;
+            return NULL;
+        }
+        j->owned = g;
+        j->capowned = cap;
+    }
+    j->owned[j->nowned++] = p;
+    return p;
+}
+
+void *nc_fig_jalloc(job *j, size_t n)
+{
+    return own(j, calloc(1, n ? n : 1));
+}
+
+__attribute__((format(printf, 2, 3))) char *nc_fig_jprintf(job *j, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return NULL;
+    char *s = nc_fig_jalloc(j, (size_t)n + 1);
+    if (!s)
+        return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+/* Appends a printf-formatted piece to the job-owned string *s (NULL: ""),
+ * replacing *s; false when out of memory. */
+__attribute__((format(printf, 3, 4))) static bool jappend(job *j, char **s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    size_t old = *s ? strlen(*s) : 0;
+    if (n < 0)
+        return false;
+    char *t = nc_fig_jalloc(j, old + (size_t)n + 1);
+    if (!t)
+        return false;
+    if (old)
+        memcpy(t, *s, old);
+    va_start(ap, fmt);
+    vsnprintf(t + old, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    *s = t; /* the old string stays owned by the job until it is freed */
+    return true;
+}
+
+bool nc_fig_job_panels(job *j, size_t n)
+{
+    j->panels = nc_fig_jalloc(j, (n ? n : 1) * sizeof *j->panels);
+    j->cap_panels = j->panels ? n : 0;
+    return j->panels != NULL;
+}
+
+void nc_fig_job_free(job *j)
+{
+    for (size_t k = 0; k < j->npanels && j->panels; k++)
+        nc_density_free((nc_density *)j->panels[k].density);
+    for (size_t k = 0; k < j->nowned; k++)
+        free(j->owned[k]);
+    free(j->owned);
+}
+
+void nc_fig_sanitize(char *dst, size_t cap, const char *src)
+{
+    size_t k = 0;
+    for (; *src && k + 1 < cap; src++)
+        dst[k++] = (*src >= 'a' && *src <= 'z') || (*src >= 'A' && *src <= 'Z') ||
+                           (*src >= '0' && *src <= '9') || *src == '.' || *src == '-'
+                       ? *src
+                       : '_';
+    dst[k] = '\0';
+}
+
+static double dflt(double v, double d)
+{
+    return v > 0 ? v : d;
+}
+
+void nc_fig_set_grid(job *j, size_t n, int cols, double w_in, double h_in,
+                     const nc_fig_spec *s)
+{
+    if (cols <= 0)
+        cols = n < 3 ? (int)n : 3;
+    int rows = (int)((n + (size_t)cols - 1) / (size_t)cols);
+    j->fig.rows = rows;
+    j->fig.cols = cols;
+    j->fig.width_in = dflt(s->width_in, w_in * cols);
+    j->fig.height_in = dflt(s->height_in, h_in * rows + (n > 1 ? 0.3 : 0.0)); /* + title */
+    j->fig.panels = j->panels;
+    j->fig.npanels = n;
+}
+
+/* "DyT: alpha=0.5 gamma=1; ..." for the fits of r that succeeded. */
+static bool fit_params_text(job *j, const nc_layer_result *r, char **out)
+{
+    bool first = true;
+    for (int id = 0; id < NC_FIT_COUNT; id++) {
+        const nc_fit_result *f = &r->fits[id];
+        if (!f->ok)
+            continue;
+        const nc_surrogate *s = nc_surrogate_get((nc_fit_id)id);
+        if (!jappend(j, out, "%s%s:", first ? "" : "; ", s->name))
+            return false;
+        first = false;
+        for (int q = 0; q < s->nparams; q++)
+            if (!jappend(j, out, " %s=%.6g", s->param[q], f->params.p[q]))
+                return false;
+    }
+    return true;
+}
+
+/* Whether plan layer pl is shown in job j (its name starts a panel title;
+ * every layer for the figures across layers). */
+static bool shows_layer(const job *j, const nc_plan_layer *pl)
+{
+    if (j->spec->kind == NC_FIG_ALPHA_STD || j->spec->kind == NC_FIG_ALPHA_DEPTH)
+        return pl->result.fits[NC_FIT_DYT].ok || pl->result.fits[NC_FIT_DYISRU].ok;
+    size_t n = strlen(pl->name);
+    for (size_t p = 0; p < j->npanels; p++)
+        if (j->panels[p].title && strncmp(j->panels[p].title, pl->name, n) == 0 &&
+            (j->panels[p].title[n] == '\0' || j->panels[p].title[n] == ' '))
+            return true;
+    return false;
+}
+
+/* The metadata of job j: the pairs of figure.h's meta, owned by the job. */
+static int job_meta(job *j, const char *command, const nc_plan *plan, nc_err *err)
+{
+    char *layers = NULL, *params = NULL, *panels = NULL;
+    bool ok = jappend(j, &layers, "%s", "") && jappend(j, &params, "%s", "") &&
+              jappend(j, &panels, "%s", "");
+    bool first = true;
+    for (size_t k = 0; k < plan->nlayers && ok; k++) {
+        const nc_plan_layer *pl = &plan->layers[k];
+        if (!shows_layer(j, pl))
+            continue;
+        ok = jappend(j, &layers, "%s%s", first ? "" : ", ", pl->name) &&
+             jappend(j, &params, "%s%s: ", first ? "" : " | ", pl->name) &&
+             fit_params_text(j, &pl->result, &params);
+        first = false;
+    }
+    for (size_t k = 0; k < j->npanels && ok; k++) {
+        nc_rect a;
+        int rc = nc_figure_layout(&j->fig, k, &a, err);
+        if (rc)
+            return rc;
+        const nc_panel *p = &j->panels[k];
+        ok = jappend(j, &panels, "%spanel %zu: area %d %d %d %d; x %.17g %.17g%s; y %.17g %.17g%s",
+                     k ? "\n" : "", k, a.x, a.y, a.w, a.h, p->x0, p->x1, p->xlog ? " log" : "",
+                     p->y0, p->y1, p->ylog ? " log" : "");
+    }
+    if (!ok)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    const char *title = j->fig.title ? j->fig.title : (j->panels[0].title ? j->panels[0].title : "");
+    const char *pairs[] = {"Software", NC_TOOL_NAME " " NC_VERSION, "Title", title, "Command",
+                           command ? command : "", "Layer", layers, "Parameters", params,
+                           "Figure", nc_fig_kind_name(j->spec->kind), "Panels", panels};
+    size_t n = sizeof pairs / sizeof pairs[0];
+    memcpy(j->meta, pairs, sizeof pairs);
+    j->meta[n] = NULL;
+    j->fig.meta = j->meta;
+    return 0;
+}
+
+int nc_fig_render_job(job *j, const char *command, struct nc_outset *set, char **files,
+                      size_t cap, size_t *nfiles, const nc_plan *plan, nc_err *err)
+{
+    int rc = job_meta(j, command, plan, err);
+    if (rc)
+        return rc;
+    unsigned formats = j->spec->formats ? j->spec->formats : NC_FIGFMT_PNG;
+    static const struct {
+        unsigned bit;
+        nc_format fmt;
+        const char *ext;
+    } fmts[3] = {{NC_FIGFMT_PNG, NC_FMT_PNG, "png"},
+                 {NC_FIGFMT_PDF, NC_FMT_PDF, "pdf"},
+                 {NC_FIGFMT_SVG, NC_FMT_SVG, "svg"}};
+    for (int f = 0; f < 3; f++) {
+        if (!(formats & fmts[f].bit))
+            continue;
+        nc_membuf mb = {0};
+        nc_sink sink = nc_membuf_sink(&mb);
+        rc = nc_figure_render(&j->fig, fmts[f].fmt, &sink, err);
+        char name[256];
+        snprintf(name, sizeof name, "%s.%s", j->stem, fmts[f].ext);
+        if (!rc)
+            rc = nc_outset_add(set, name, mb.data, mb.len, err);
+        nc_membuf_free(&mb);
+        if (rc)
+            return rc;
+        if (files && *nfiles < cap && (files[*nfiles] = strdup(name)))
+            (*nfiles)++;
+    }
+    return 0;
+}
