@@ -14,8 +14,8 @@ for tag, n in (("a", 12), ("b", 80)):
            "layers": [{"synth": {"preset": "late", "tokens": 64, "dim": 32, "seed": 3},
                        "label": "l"}],
            "jacobian": {"enabled": False},
-           "figures": [{"type": "scatter", "name": "%s%02d" % (tag, k), "width": 2,
-                        "height": 1.5, "dpi": 50} for k in range(n)]}
+           "figures": [{"type": "scatter", "name": "%s%02d" % (tag, k), "width": 3,
+                        "height": 2.5, "dpi": 40} for k in range(n)]}
     json.dump(cfg, open(tag + ".json", "w"))
 EOF
 cat >check.py <<'EOF'
