@@ -10,6 +10,8 @@ CC       ?= cc
 CFLAGS   ?= -O2 -g
 LDFLAGS  ?=
 PREFIX   ?= /usr/local
+MANDIR   ?= $(PREFIX)/share/man
+DATADIR  ?= $(PREFIX)/share/normcmp
 DESTDIR  ?=
 
 # Parallel by default (one job per core) unless -j was given; one short
@@ -52,7 +54,7 @@ else
 BUILD    := build
 endif
 
-NOCONFIG_GOALS := clean help format deps
+NOCONFIG_GOALS := clean help format deps uninstall
 ifneq ($(filter-out $(NOCONFIG_GOALS),$(or $(MAKECMDGOALS),all)),)
 include $(BUILD)/config.mk
 endif
@@ -96,7 +98,7 @@ ALL_LDFLAGS = $(XLDFLAGS) $(LDFLAGS)
 # them, so a second `make test` with nothing changed rebuilds nothing.
 .SECONDARY:
 
-.PHONY: all test demo bench fuzz figures format deps install clean help
+.PHONY: all test demo bench fuzz figures format deps install uninstall clean help
 .DEFAULT_GOAL := all
 
 all: $(BIN)
@@ -153,9 +155,20 @@ format:
 deps:
 	scripts/deps.sh test
 
+# The binary, the man page, and the PyTorch dump script as normcmp-dump
+# with its example model loaders in share/normcmp/.
 install: $(BIN)
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/normcmp
+	install -m 755 scripts/dump_activations.py $(DESTDIR)$(PREFIX)/bin/normcmp-dump
+	install -m 644 docs/normcmp.1 $(DESTDIR)$(MANDIR)/man1/normcmp.1
+	install -m 644 scripts/example_model.py scripts/llama2c_model.py $(DESTDIR)$(DATADIR)
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/normcmp $(DESTDIR)$(PREFIX)/bin/normcmp-dump \
+	      $(DESTDIR)$(MANDIR)/man1/normcmp.1 \
+	      $(DESTDIR)$(DATADIR)/example_model.py $(DESTDIR)$(DATADIR)/llama2c_model.py
+	-rmdir $(DESTDIR)$(DATADIR) 2>/dev/null
 
 clean:
 	rm -rf build
@@ -168,7 +181,8 @@ help:
 	@echo "make figures    regenerate every paper-style figure into out/figures/"
 	@echo "make fuzz       run each libFuzzer target (FUZZ_SECONDS=60 each)"
 	@echo "make deps       install the Debian packages (root or sudo)"
-	@echo "make install    install the binary (PREFIX=$(PREFIX), DESTDIR)"
+	@echo "make install    install normcmp, normcmp-dump and the man page (PREFIX=$(PREFIX), DESTDIR)"
+	@echo "make uninstall  remove what make install installed"
 	@echo "make format     clang-format the sources"
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d) \

@@ -900,8 +900,12 @@ def run_scripted(a, sm, args, kwargs, spool, log, torch, np):
             continue
         nrow = x.numel() // d
         take = nrow if not a.tokens else min(nrow, a.tokens - cap.rows)
+        first = cap.rows == 0
         spool_write(cap, lambda: cap.add_rows(x.detach().reshape(nrow, d)[:take],
                                               y.detach().reshape(nrow, d)[:take], a, torch, np))
+        if first:
+            log.progress(f"[{cap.index}/{len(layers)}] {cap.name}: {take} x {d} "
+                         f"{cap.source_dtype}")
         if a.grad:
             cap.call_rows.append(take)
             cap.grad_got.append(False)

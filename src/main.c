@@ -23,12 +23,16 @@ static const char usage[] =
     "  fit FILE...              fit DyT, DyISRU, Derf and an affine map per layer\n"
     "  jacobian FILE...         compare each norm's exact Jacobian with its diagonal\n"
     "                           and with the surrogates' derivatives\n"
-    "  plot FILE... --figure T  draw paper-style figures (scatter, by-token, ...)\n"
+    "  plot FILE...             draw paper-style figures (--figure scatter, by-token, ...)\n"
     "  sweep CONFIG.json        error against alpha (DyT) and C (DyISRU) over a grid\n"
     "  run CONFIG.json          run an experiment described by a config file\n"
     "  merge OUT DIR...         combine the folders of 'run --shard K/N' into one report\n"
     "\n"
-    "'normcmp <command> --help' lists a command's options; 'normcmp --version'.\n";
+    "  help [COMMAND]           this list, or a command's options (as COMMAND --help)\n"
+    "\n"
+    "'normcmp <command> --help' lists a command's options; 'normcmp -V' (--version)\n"
+    "prints the version. Documentation: README.md and docs/ in the source tree,\n"
+    "and 'man normcmp' once installed.\n";
 
 /* LeakSanitizer (SANITIZE=1 builds): fontconfig, which cairo's text API
  * loads, keeps its configuration for the life of the process by design;
@@ -98,35 +102,70 @@ static void install_handlers(void)
     }
 }
 
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+} cmds[] = {
+    {"inspect", cli_inspect}, {"synth", cli_synth}, {"norm", cli_norm},
+    {"fit", cli_fit},         {"run", cli_run},     {"jacobian", cli_jacobian},
+    {"plot", cli_plot},       {"sweep", cli_sweep}, {"merge", cli_merge},
+};
+#define NCMDS (sizeof cmds / sizeof cmds[0])
+
+/* The unknown command, with the nearest known one when it looks like a
+ * typo. Returns 2. */
+static int unknown_command(const char *name)
+{
+    const char *names[NCMDS];
+    for (size_t k = 0; k < NCMDS; k++)
+        names[k] = cmds[k].name;
+    const char *near = cli_nearest(name, strlen(name), names, NCMDS);
+    if (near)
+        fprintf(stderr, "normcmp: unknown command '%s' (did you mean %s? see 'normcmp --help')\n",
+                name, near);
+    else
+        fprintf(stderr, "normcmp: unknown command '%s' (expected inspect, synth, norm, fit, "
+                        "jacobian, plot, sweep, run or merge; see 'normcmp --help')\n", name);
+    return 2;
+}
+
+/* `normcmp help [COMMAND]`: the command list, or COMMAND --help. */
+static int help(int argc, char **argv)
+{
+    if (argc < 3) {
+        fputs(usage, stdout);
+        return cli_finish_stdout(0);
+    }
+    if (argc > 3) {
+        fprintf(stderr, "normcmp: help: expected one COMMAND, got %d words (see 'normcmp help')\n",
+                argc - 2);
+        return 2;
+    }
+    for (size_t k = 0; k < NCMDS; k++)
+        if (strcmp(argv[2], cmds[k].name) == 0) {
+            char *args[3] = {argv[2], (char *)"--help", NULL};
+            return cmds[k].fn(2, args);
+        }
+    return unknown_command(argv[2]);
+}
+
 int main(int argc, char **argv)
 {
     install_handlers();
     cli_test_hooks();
-    static const struct {
-        const char *name;
-        int (*fn)(int, char **);
-    } cmds[] = {
-        {"inspect", cli_inspect}, {"synth", cli_synth}, {"norm", cli_norm},
-        {"fit", cli_fit},         {"run", cli_run},         {"jacobian", cli_jacobian},
-        {"plot", cli_plot},       {"sweep", cli_sweep},       {"merge", cli_merge},
-    };
     if (argc < 2) {
         fputs(usage, stderr);
         return 2;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-        strcmp(argv[1], "help") == 0) {
-        fputs(usage, stdout);
-        return cli_finish_stdout(0);
-    }
-    if (strcmp(argv[1], "--version") == 0) {
+        strcmp(argv[1], "help") == 0)
+        return help(argc, argv);
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
         printf("%s %s\n", NC_TOOL_NAME, NC_VERSION);
         return cli_finish_stdout(0);
     }
-    for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++)
+    for (size_t k = 0; k < NCMDS; k++)
         if (strcmp(argv[1], cmds[k].name) == 0)
             return cmds[k].fn(argc - 1, argv + 1);
-    fprintf(stderr, "normcmp: unknown command '%s' (expected inspect, synth, norm, fit, jacobian, plot, sweep, run or merge; "
-                    "see 'normcmp --help')\n", argv[1]);
-    return 2;
+    return unknown_command(argv[1]);
 }

@@ -10,26 +10,20 @@
  * per-token values go to arrays indexed by t and are summarised serially,
  * so nothing depends on the thread count (core/par.h).
  *
- * Where the time goes (the streaming pass, per token and probe): d normals
- * (nc_rng_normals, ~3 ns each), then sweeps over the channels (errors_of):
- * one for y.g and sum g, one that forms v = J^T g and the error of diag(J),
- * one per pair of surrogates for theirs. The f' rows are computed once per
- * token by the table's vectorised deriv functions (they cost about as much
- * as all the probes' sweeps). Every loop over i keeps NC_LANES partial sums
- * (core/sum.h), so it vectorises without reordering anything, and the
- * helpers are NC_VM_INLINE so that they are compiled into jac_block's AVX2
- * clone (NC_VMATH_CLONES). Scratch is per thread, (4 + surrogates) d
- * doubles, allocated once per pass. On a 4096 x 4096 layer with 8 probes
- * and the 8 default fits the pass takes ~1.3 s of CPU (one thread, shared
- * AMD EPYC): ~0.4 s of normals, ~0.35 s of sweeps, ~0.45 s of f' rows, of
- * which DyISRU's three take half because GCC does not vectorise a loop
- * calling sqrt unless -fno-math-errno (sqrt may set errno); with that flag
- * the pass takes ~1.1 s. (It took ~4.8 s with the polar method and plain
- * lane loops; see the reductions below and jacobian_internal.h.)
+ * Where the time goes (the streaming pass, per token): one sweep for y,
+ * diag(J) and their sums (token_state), then per surrogate its f' row (the
+ * table's vectorised deriv functions) and one sweep for its squared
+ * diagonal error; with real gradients, errors_of's sweeps. No random
+ * probes: their expectations are exact (jacobian.h). Every loop over i
+ * keeps NC_LANES partial sums (core/sum.h), so it vectorises without
+ * reordering anything, and the helpers are NC_VM_INLINE so that they are
+ * compiled into jac_block's AVX2 clone (NC_VMATH_CLONES). Scratch is per
+ * thread, (4 + surrogates) d doubles, allocated once per pass.
  *
- * Left out: the dense check, J materialised and multiplied with OpenBLAS
- * (jacobian_dense.c); the per-token sweeps that it shares with the pass
- * (token_state, errors_of) are in jacobian_internal.h.
+ * Left out: the dense check (jacobian_dense.c); the summaries, standard
+ * errors, rankings and Gaussian references (jacobian_stats.c); the
+ * per-token sweeps that the pass shares with the dense check (token_state,
+ * errors_of) are in jacobian_internal.h.
  */
 #include "analysis/jacobian.h"
 
@@ -41,7 +35,6 @@
 
 #include "analysis/jacobian_internal.h"
 #include "core/par.h"
-#include "core/rng.h"
 #include "core/sum.h"
 #include "core/vmath.h"
 
@@ -144,21 +137,12 @@ double nc_jac_token_frob2(nc_norm_kind norm, const double *y, double inv, size_t
     return frob2_from(norm, dot(y, y, d), total(y, d), inv, d);
 }
 
-/* ||e|| / ||v|| from their squares, with the conventions of jacobian.h:
- * +inf for a nonzero error over a zero v, 0 for 0/0; never NaN from a zero
- * denominator. */
-static double rel_err(double e2, double v2)
-{
-    if (v2 > 0)
-        return sqrt(e2 / v2);
-    return e2 > 0 ? INFINITY : (e2 == 0 ? 0.0 : e2);
-}
-
 /* ============================================================ the pass */
 
 typedef struct jac_acc {
     nc_sum diag2;    /* sum_t sum_i J_ii^2 (also ||diag(J) 1||^2) */
     nc_sum frob2;    /* sum_t ||J||_F^2 */
+    nc_sum off2;     /* sum_t off_t */
     nc_sum rad_num;  /* sum_t ||diag(J) y||^2 */
     nc_sum rad_den;  /* sum_t ||inv y||^2 */
     nc_sum ones_den; /* sum_t d inv^2 */
@@ -167,27 +151,57 @@ typedef struct jac_acc {
     size_t used, real_zero, real_nonfinite;
 } jac_acc;
 
+/* Per-token arrays are indexed by the token's position t in res->tok. */
 typedef struct jac_ctx {
     const nc_layer_result *res;
     const nc_tensor *grad;
     const double *weight;
-    size_t d, probes;
-    uint64_t pseed;             /* seed ^ NC_JAC_SEED_TAG */
-    int ns;                     /* surrogates compared */
-    int sid[NC_FIT_COUNT];      /* their ids */
-    double *err;                /* [nt] per-token mean probe error of diag(J) */
-    double *err_real;           /* [nt] real-gradient error of diag(J) (has grad) */
-    unsigned char *real_ok;     /* [nt] token has a usable real gradient */
-    double *serr[NC_FIT_COUNT];      /* [nt] per surrogate slot: probe error */
-    double *serr_real[NC_FIT_COUNT]; /* [nt] per surrogate slot: real error */
+    size_t d;
+    int ns;                      /* surrogates compared */
+    int sid[NC_FIT_COUNT];       /* their ids */
+    double *frob;                /* [nt] ||J||_F^2: E||J g||^2 over probes */
+    double *off;                 /* [nt] off_t: E||(diag(J) - J) g||^2 */
+    double *num[NC_FIT_COUNT];   /* [nt] per surrogate slot: E||(diag(f') - J) g||^2 */
+    double *rv2;                 /* [nt] real gradient: ||J^T g||^2 */
+    double *rnum[1 + NC_FIT_COUNT]; /* [nt] real: ||D g - J^T g||^2, diag(J) then slots */
+    unsigned char *real_ok;      /* [nt] token has a usable real gradient */
     jac_acc acc[NC_SHARDS];
 } jac_ctx;
 
-/* Doubles of per-thread scratch: y, jd, g (a probe or the real gradient),
- * v = J^T g, and f' per surrogate. */
+/* Doubles of per-thread scratch: y, jd, g (the real gradient), v = J^T g,
+ * and f' per surrogate. */
 static size_t scratch_doubles(size_t d, int ns)
 {
     return (4 + (size_t)ns) * d;
+}
+
+/* The real gradient of token row tok at the norm's output (weight * grad)
+ * into g, and its errors into the ctx arrays at t; counts the tokens left
+ * out. */
+NC_VM_INLINE void real_token(jac_ctx *ctx, jac_acc *a, size_t t, size_t tok, const double *y,
+                             const double *jd, const double *fp, double inv, double *g,
+                             double *v)
+{
+    const size_t d = ctx->d;
+    nc_tensor_rows(ctx->grad, tok, 1, g);
+    if (ctx->weight)
+        for (size_t i = 0; i < d; i++)
+            g[i] *= ctx->weight[i];
+    const double g2 = dot(g, g, d);
+    if (!isfinite(g2)) {
+        a->real_nonfinite++;
+        return;
+    }
+    if (g2 == 0) {
+        a->real_zero++;
+        return;
+    }
+    double v2, e2[1 + NC_FIT_COUNT];
+    errors_of(ctx->res->norm, y, jd, fp, ctx->ns, inv, d, g, v, &v2, e2);
+    ctx->real_ok[t] = 1;
+    ctx->rv2[t] = v2;
+    for (int j = 0; j <= ctx->ns; j++)
+        ctx->rnum[j][t] = e2[j];
 }
 
 NC_VMATH_CLONES
@@ -198,7 +212,7 @@ static void jac_block(void *vctx, int shard, size_t t0, size_t nt, const double 
     const nc_layer_result *res = ctx->res;
     const nc_layer_tokens *tk = &res->tok;
     const nc_norm_kind norm = res->norm;
-    const size_t d = ctx->d, P = ctx->probes;
+    const size_t d = ctx->d;
     const int ns = ctx->ns;
     jac_acc *a = &ctx->acc[shard];
     double *y = scratch, *jd = y + d, *g = jd + d, *v = g + d, *fp = v + d; /* fp: [ns * d] */
@@ -207,119 +221,38 @@ static void jac_block(void *vctx, int shard, size_t t0, size_t nt, const double 
         const size_t t = t0 + k;
         if (tk->status[t] != NC_TOKEN_OK)
             continue;
-        const size_t tok = tk->index ? tk->index[t] : t;
         const double *x = rows + k * d;
         const double inv = tk->inv[t];
-        double sums[4];
+        double sums[5];
         token_state(norm, x, tk->centre[t], inv, d, y, jd, sums);
 
-        /* pooled shares: sum J_ii^2 against ||J||_F^2 (closed form), and
-         * ||diag(J) y||^2 against ||inv y||^2 */
+        /* pooled shares and, per token, the probe expectations: ||J||_F^2
+         * and the off-diagonal energy (closed forms, jacobian.h) */
+        const double frob = frob2_from(norm, sums[0], sums[1], inv, d);
+        const double off = offdiag2_from(norm, sums[0], sums[1], sums[4], inv, d);
         nc_sum_add(&a->diag2, sums[2]);
-        nc_sum_add(&a->frob2, frob2_from(norm, sums[0], sums[1], inv, d));
+        nc_sum_add(&a->frob2, frob);
+        nc_sum_add(&a->off2, off);
         nc_sum_add(&a->rad_num, sums[3]);
         nc_sum_add(&a->rad_den, inv * inv * sums[0]);
         nc_sum_add(&a->ones_den, (double)d * inv * inv);
         a->used++;
+        ctx->frob[t] = frob;
+        ctx->off[t] = off;
 
-        /* surrogate derivatives against the exact diagonal */
+        /* surrogate derivatives against the exact diagonal: ||diag(f') -
+         * J||_F^2 = sum_i (f'_i - J_ii)^2 + off_t */
         for (int j = 0; j < ns; j++) {
             const int id = ctx->sid[j];
             double *f = fp + (size_t)j * d;
             nc_surrogate_get((nc_fit_id)id)->deriv(&res->fits[id].params, 0, x, d, f);
-            nc_sum_add(&a->sse[id], sq_diff_max(jd, f, d, &a->maxe[id]));
+            const double e = sq_diff_max(jd, f, d, &a->maxe[id]);
+            nc_sum_add(&a->sse[id], e);
+            ctx->num[j][t] = e + off;
         }
-
-        /* random probes, d normals each from the token's stream, probe after
-         * probe: per token, the mean of the probes' relative errors */
-        nc_rng rng;
-        nc_rng_seed(&rng, ctx->pseed, (uint64_t)tok);
-        double e_sum = 0, se_sum[NC_FIT_COUNT] = {0}, v2, e2[1 + NC_FIT_COUNT];
-        for (size_t p = 0; p < P; p++) {
-            nc_rng_normals(&rng, g, d);
-            errors_of(norm, y, jd, fp, ns, inv, d, g, v, &v2, e2);
-            e_sum += rel_err(e2[0], v2);
-            for (int j = 0; j < ns; j++)
-                se_sum[j] += rel_err(e2[1 + j], v2);
-        }
-        ctx->err[t] = e_sum / (double)P;
-        for (int j = 0; j < ns; j++)
-            ctx->serr[j][t] = se_sum[j] / (double)P;
-
-        /* the real gradient at the norm's output: weight * grad_output */
-        if (!ctx->grad)
-            continue;
-        nc_tensor_rows(ctx->grad, tok, 1, g);
-        if (ctx->weight)
-            for (size_t i = 0; i < d; i++)
-                g[i] *= ctx->weight[i];
-        const double g2 = dot(g, g, d);
-        if (!isfinite(g2)) {
-            a->real_nonfinite++;
-            continue;
-        }
-        if (g2 == 0) {
-            a->real_zero++;
-            continue;
-        }
-        ctx->real_ok[t] = 1;
-        errors_of(norm, y, jd, fp, ns, inv, d, g, v, &v2, e2);
-        ctx->err_real[t] = rel_err(e2[0], v2);
-        for (int j = 0; j < ns; j++)
-            ctx->serr_real[j][t] = rel_err(e2[1 + j], v2);
+        if (ctx->grad)
+            real_token(ctx, a, t, tk->index ? tk->index[t] : t, y, jd, fp, inv, g, v);
     }
-}
-
-/* ============================================================ summaries */
-
-static int cmp_double(const void *pa, const void *pb)
-{
-    double a = *(const double *)pa, b = *(const double *)pb;
-    return (a > b) - (a < b);
-}
-
-/* NumPy's default ("linear") quantile of sorted a[0..n): position q (n-1),
- * interpolated as numpy's _lerp does; an infinite upper neighbour gives
- * +inf unless the position falls exactly on the lower one. */
-static double quantile_sorted(const double *a, size_t n, double q)
-{
-    double pos = q * (double)(n - 1);
-    size_t lo = (size_t)floor(pos);
-    if (lo >= n - 1)
-        return a[n - 1];
-    double t = pos - (double)lo, lo_v = a[lo], hi_v = a[lo + 1];
-    if (t == 0 || lo_v == hi_v)
-        return lo_v;
-    if (isinf(hi_v))
-        return hi_v;
-    double diff = hi_v - lo_v;
-    return t >= 0.5 ? hi_v - diff * (1.0 - t) : lo_v + diff * t;
-}
-
-/* The summary of v[t] over the tokens with keep[t] == want (work: nt
- * doubles). A NaN among the values makes every field NaN. */
-static nc_jac_summary summarize(const double *v, const unsigned char *keep, unsigned char want,
-                                size_t nt, double *work)
-{
-    nc_jac_summary s = {NAN, NAN, NAN, 0, 0};
-    nc_sum sum = {0, 0};
-    bool has_nan = false;
-    for (size_t t = 0; t < nt; t++) {
-        if (keep[t] != want)
-            continue;
-        double e = v[t];
-        has_nan |= isnan(e);
-        s.n_inf += isinf(e) != 0;
-        nc_sum_add(&sum, e);
-        work[s.n++] = e;
-    }
-    if (s.n == 0 || has_nan)
-        return s;
-    s.mean = s.n_inf ? INFINITY : nc_sum_get(&sum) / (double)s.n;
-    qsort(work, s.n, sizeof *work, cmp_double);
-    s.median = quantile_sorted(work, s.n, 0.5);
-    s.p95 = quantile_sorted(work, s.n, 0.95);
-    return s;
 }
 
 /* ============================================================ ODE check */
@@ -414,119 +347,81 @@ void nc_jac_opts_defaults(nc_jac_opts *o)
 
 static void set_nan_metrics(nc_jac_result *out)
 {
-    out->diag_frobenius_share = out->radial_retention = out->ones_retention = NAN;
-    nc_jac_summary none = {NAN, NAN, NAN, 0, 0};
+    out->diag_frobenius_share = out->offdiag_frobenius_share = NAN;
+    out->radial_retention = out->ones_retention = NAN;
+    nc_jac_summary none = {NAN, NAN, true, NAN, NAN, NAN, NAN, NAN, 0, 0};
     out->backprop = out->backprop_real = none;
+    out->backprop_real.exact = false;
     for (int j = 0; j < NC_FIT_COUNT; j++) {
-        out->surr[j].diag_rmse = out->surr[j].diag_max_err = NAN;
-        out->surr[j].backprop = out->surr[j].backprop_real = none;
+        nc_jac_surrogate *S = &out->surr[j];
+        S->diag_rmse = S->diag_max_err = S->diag_rmse_rel = S->diag_max_err_rel = NAN;
+        S->backprop = out->backprop;
+        S->backprop_real = out->backprop_real;
     }
-    out->dense_max_rel_diff = out->dense_frob_max_rel_diff = NAN;
+    out->dense_max_rel_diff = out->dense_frob_max_rel_diff = out->dense_off_max_rel_diff = NAN;
     out->dense_tol = out->dense_frob_tol = NAN;
 }
 
-int nc_jacobian_run(const nc_layer_result *res, const nc_tensor *x, const nc_tensor *grad,
-                    const double *weight, const nc_jac_opts *o, int threads,
-                    nc_progress *progress, nc_jac_result *out, nc_err *err)
+/* x and grad against the analysed layer (errors as nc_jacobian_run's) */
+static int check_inputs(const nc_layer_result *res, const nc_tensor *x, const nc_tensor *grad,
+                        nc_err *err)
 {
-    memset(out, 0, sizeof *out);
-    nc_jac_opts dflt;
-    nc_jac_opts_defaults(&dflt);
-    if (!o)
-        o = &dflt;
-    const size_t d = res->d, nt = res->tok.nt;
-    if (x->N != res->N || x->d != d || !nc_dtype_is_float(x->dtype))
+    if (x->N != res->N || x->d != res->d || !nc_dtype_is_float(x->dtype))
         return nc_err_set(err, NC_EINVAL,
                           "%s: the Jacobian pass got an input of %zu x %zu, the layer was "
                           "analysed as %zu x %zu",
-                          res->name, x->N, x->d, res->N, d);
-    if (grad) {
-        if (!nc_dtype_is_float(grad->dtype))
-            return nc_err_set(err, NC_EUNSUPPORTED,
-                              "%s: gradient dtype %s is not supported (expected F32, F16, BF16 "
-                              "or F64)",
-                              res->name, nc_dtype_name(grad->dtype));
-        if (grad->N != res->N || grad->d != d) {
-            char a[128], b[128];
-            nc_tensor_shape_str(grad, a, sizeof a);
-            nc_tensor_shape_str(x, b, sizeof b);
-            return nc_err_set(err, NC_EINVAL,
-                              "%s: gradient has shape %s, expected %s (the input's)", res->name,
-                              a, b);
-        }
+                          res->name, x->N, x->d, res->N, res->d);
+    if (!grad)
+        return 0;
+    if (!nc_dtype_is_float(grad->dtype))
+        return nc_err_set(err, NC_EUNSUPPORTED,
+                          "%s: gradient dtype %s is not supported (expected F32, F16, BF16 "
+                          "or F64)",
+                          res->name, nc_dtype_name(grad->dtype));
+    if (grad->N != res->N || grad->d != res->d) {
+        char a[128], b[128];
+        nc_tensor_shape_str(grad, a, sizeof a);
+        nc_tensor_shape_str(x, b, sizeof b);
+        return nc_err_set(err, NC_EINVAL, "%s: gradient has shape %s, expected %s (the input's)",
+                          res->name, a, b);
     }
-    out->norm = res->norm;
-    out->d = d;
-    out->probes = o->probes ? o->probes : NC_JAC_PROBES;
-    out->seed = o->seed;
-    out->has_real = grad != NULL;
-    out->real_weighted = grad && weight;
-    set_nan_metrics(out);
-    snprintf(out->dense_status, sizeof out->dense_status, "not run");
+    return 0;
+}
 
-    jac_ctx *ctx = NULL;
-    double *mem = NULL, *work = NULL;
-    unsigned char *real_ok = NULL;
-    int rc = 0;
-
-    /* which surrogates: every fit the layer has */
-    int ns = 0, sid[NC_FIT_COUNT] = {0};
-    for (int j = 0; j < NC_FIT_COUNT; j++)
-        if (res->fits[j].ok)
-            sid[ns++] = j;
-
-    out->token_backprop = malloc((nt ? nt : 1) * sizeof *out->token_backprop);
-    ctx = calloc(1, sizeof *ctx);
-    /* per-token arrays besides token_backprop: ns (probes, per surrogate),
-     * and with real gradients 1 + ns more */
-    size_t per = (size_t)ns + (grad ? 1 + (size_t)ns : 0);
-    mem = malloc((nt ? nt : 1) * (per ? per : 1) * sizeof *mem);
-    work = malloc((nt ? nt : 1) * sizeof *work);
-    real_ok = calloc(nt ? nt : 1, 1);
-    if (!out->token_backprop || !ctx || !mem || !work || !real_ok) {
-        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for the Jacobian pass", res->name);
-        goto out;
+/* The per-token arrays of ctx in one block mem (freed by the caller):
+ * frob, off, num per surrogate and, with real gradients, rv2 and rnum. */
+static int ctx_arrays(jac_ctx *ctx, size_t nt, double **mem, nc_err *err)
+{
+    const int ns = ctx->ns;
+    const size_t n = nt ? nt : 1;
+    size_t per = 2 + (size_t)ns + (ctx->grad ? 2 + (size_t)ns : 0);
+    *mem = malloc(n * per * sizeof **mem);
+    ctx->real_ok = calloc(n, 1);
+    if (!*mem || !ctx->real_ok)
+        return nc_err_set(err, NC_ENOMEM, "%s: out of memory for the Jacobian pass",
+                          ctx->res->name);
+    double *next = *mem;
+    ctx->frob = next;
+    ctx->off = (next += n);
+    for (int j = 0; j < ns; j++)
+        ctx->num[j] = (next += n);
+    if (ctx->grad) {
+        ctx->rv2 = (next += n);
+        for (int j = 0; j <= ns; j++)
+            ctx->rnum[j] = (next += n);
     }
-    for (size_t t = 0; t < nt; t++)
-        out->token_backprop[t] = NAN;
-    ctx->res = res;
-    ctx->grad = grad;
-    ctx->weight = weight;
-    ctx->d = d;
-    ctx->probes = out->probes;
-    ctx->pseed = o->seed ^ NC_JAC_SEED_TAG;
-    ctx->ns = ns;
-    memcpy(ctx->sid, sid, sizeof sid);
-    ctx->err = out->token_backprop;
-    ctx->real_ok = real_ok;
-    double *next = mem;
-    for (int j = 0; j < ns; j++, next += nt)
-        ctx->serr[j] = next;
-    if (grad) {
-        ctx->err_real = next;
-        next += nt;
-        for (int j = 0; j < ns; j++, next += nt)
-            ctx->serr_real[j] = next;
-    }
+    return 0;
+}
 
-    /* ---- the streaming pass ---- */
-    double t0 = nc_now_s();
-    if (d > 0 && nt > 0) {
-        nc_pass pass = nc_layer_pass(res, x, threads, progress);
-        pass.scratch_bytes = scratch_doubles(d, ns) * sizeof(double);
-        nc_progress_begin(progress, res->name, "jacobian", (uint64_t)(nt * d));
-        rc = nc_pass_run(&pass, jac_block, ctx, err);
-        nc_progress_end(progress);
-        if (rc)
-            goto out;
-    }
-    out->time_analytic_s = nc_now_s() - t0;
-
+/* Shard 1..NC_SHARDS-1 merged into shard 0, in order; returns shard 0. */
+static jac_acc *merge_shards(jac_ctx *ctx)
+{
     jac_acc *A = &ctx->acc[0];
     for (int s = 1; s < NC_SHARDS; s++) {
         jac_acc *a = &ctx->acc[s];
         nc_sum_merge(&A->diag2, &a->diag2);
         nc_sum_merge(&A->frob2, &a->frob2);
+        nc_sum_merge(&A->off2, &a->off2);
         nc_sum_merge(&A->rad_num, &a->rad_num);
         nc_sum_merge(&A->rad_den, &a->rad_den);
         nc_sum_merge(&A->ones_den, &a->ones_den);
@@ -539,45 +434,159 @@ int nc_jacobian_run(const nc_layer_result *res, const nc_tensor *x, const nc_ten
         A->real_zero += a->real_zero;
         A->real_nonfinite += a->real_nonfinite;
     }
-    out->tokens = A->used;
-    out->real_zero_tokens = A->real_zero;
-    out->real_nonfinite_tokens = A->real_nonfinite;
-    if (A->used > 0) {
-        out->diag_frobenius_share = nc_sum_get(&A->diag2) / nc_sum_get(&A->frob2);
-        out->radial_retention = sqrt(nc_sum_get(&A->rad_num) / nc_sum_get(&A->rad_den));
-        if (res->norm == NC_LAYERNORM)
-            out->ones_retention = sqrt(nc_sum_get(&A->diag2) / nc_sum_get(&A->ones_den));
-        const unsigned char *st = res->tok.status;
-        out->backprop = summarize(ctx->err, st, NC_TOKEN_OK, nt, work);
-        if (grad)
-            out->backprop_real = summarize(ctx->err_real, real_ok, 1, nt, work);
-        const double npts = (double)A->used * (double)d;
-        for (int j = 0; j < ns; j++) {
-            nc_jac_surrogate *S = &out->surr[sid[j]];
-            S->ok = true;
-            S->diag_rmse = sqrt(nc_sum_get(&A->sse[sid[j]]) / npts);
-            S->diag_max_err = A->maxe[sid[j]];
-            S->backprop = summarize(ctx->serr[j], st, NC_TOKEN_OK, nt, work);
-            if (grad)
-                S->backprop_real = summarize(ctx->serr_real[j], real_ok, 1, nt, work);
-        }
-    }
+    return A;
+}
 
-    /* ---- the dense check ---- */
-    t0 = nc_now_s();
-    size_t max_bytes = o->dense_max_bytes ? o->dense_max_bytes : NC_JAC_DENSE_MAX_BYTES;
+/* The pooled numbers, the summaries over tokens and the rankings into out
+ * (A: the merged accumulators; A->used > 0). */
+static int summarise(const jac_ctx *ctx, const jac_acc *A, nc_jac_result *out, nc_err *err)
+{
+    const nc_layer_result *res = ctx->res;
+    const size_t nt = res->tok.nt, d = ctx->d;
+    const int ns = ctx->ns;
+    size_t *idx = malloc(2 * (nt ? nt : 1) * sizeof *idx);
+    double *work = malloc(2 * (nt ? nt : 1) * sizeof *work);
+    if (!idx || !work) {
+        free(idx);
+        free(work);
+        return nc_err_set(err, NC_ENOMEM, "%s: out of memory for the Jacobian summaries",
+                          res->name);
+    }
+    size_t *ridx = idx + nt, n = 0, nr = 0; /* used tokens; those with a real gradient */
+    for (size_t t = 0; t < nt; t++) {
+        if (res->tok.status[t] != NC_TOKEN_OK)
+            continue;
+        idx[n++] = t;
+        if (ctx->real_ok[t])
+            ridx[nr++] = t;
+        out->token_backprop[t] = ctx->frob[t] > 0 ? sqrt(ctx->off[t] / ctx->frob[t])
+                                                  : (ctx->off[t] > 0 ? INFINITY : 0.0);
+    }
+    const double frob = nc_sum_get(&A->frob2), diag2 = nc_sum_get(&A->diag2);
+    out->diag_frobenius_share = diag2 / frob;
+    out->offdiag_frobenius_share = sqrt(nc_sum_get(&A->off2) / frob);
+    out->radial_retention = sqrt(nc_sum_get(&A->rad_num) / nc_sum_get(&A->rad_den));
+    if (res->norm == NC_LAYERNORM)
+        out->ones_retention = sqrt(diag2 / nc_sum_get(&A->ones_den));
+    out->backprop = nc_jac_summarize(ctx->off, ctx->frob, idx, n, true, work);
+    if (ctx->grad)
+        out->backprop_real = nc_jac_summarize(ctx->rnum[0], ctx->rv2, ridx, nr, false, work);
+    const double npts = (double)A->used * (double)d, jd_rms = sqrt(diag2 / npts);
+    const nc_jac_summary *S[NC_FIT_COUNT], *SR[NC_FIT_COUNT];
+    for (int j = 0; j < ns; j++) {
+        nc_jac_surrogate *s = &out->surr[ctx->sid[j]];
+        s->ok = true;
+        s->diag_rmse = sqrt(nc_sum_get(&A->sse[ctx->sid[j]]) / npts);
+        s->diag_max_err = A->maxe[ctx->sid[j]];
+        s->diag_rmse_rel = s->diag_rmse / jd_rms;
+        s->diag_max_err_rel = s->diag_max_err / jd_rms;
+        s->backprop = nc_jac_summarize(ctx->num[j], ctx->frob, idx, n, true, work);
+        S[j] = &s->backprop;
+        if (ctx->grad)
+            s->backprop_real =
+                nc_jac_summarize(ctx->rnum[1 + j], ctx->rv2, ridx, nr, false, work);
+        SR[j] = &s->backprop_real;
+    }
+    out->nranked = ns;
+    nc_jac_rank_surrogates(S, (const double *const *)ctx->num, ctx->frob, idx, n, ctx->sid, ns,
+                           out->rank);
+    if (ctx->grad)
+        nc_jac_rank_surrogates(SR, (const double *const *)(ctx->rnum + 1), ctx->rv2, ridx, nr,
+                               ctx->sid, ns, out->rank_real);
+    free(idx);
+    free(work);
+    return 0;
+}
+
+/* The dense check on m of the used tokens, or why it does not run. */
+static int dense_step(const nc_layer_result *res, const nc_tensor *x, const nc_tensor *grad,
+                      const double *weight, const nc_jac_opts *o, size_t used,
+                      nc_jac_result *out, nc_err *err)
+{
+    const size_t d = res->d;
+    size_t max_entries = o->dense_max_entries ? o->dense_max_entries : NC_JAC_DENSE_MAX_ENTRIES;
     size_t m = o->dense_tokens ? o->dense_tokens : nc_jac_dense_default_tokens(d);
-    if (m > A->used)
-        m = A->used;
+    if (m > used)
+        m = used;
     if (o->no_dense)
         snprintf(out->dense_status, sizeof out->dense_status, "skipped (no_dense)");
     else if (m == 0)
         snprintf(out->dense_status, sizeof out->dense_status, "skipped: no usable token");
-    else if (d > INT_MAX || d > max_bytes / sizeof(float) / d)
+    else if (d > max_entries / d)
         snprintf(out->dense_status, sizeof out->dense_status,
-                 "skipped: a %zu x %zu matrix exceeds %zu bytes", d, d, max_bytes);
-    else if ((rc = nc_jac_dense_check(res, x, grad, weight, m, A->used, ctx->pseed,
-                                      out->probes, out, err)))
+                 "skipped: %zu x %zu entries per token exceed %zu", d, d, max_entries);
+    else
+        return nc_jac_dense_check(res, x, grad, weight, m, used, o->seed ^ NC_JAC_SEED_TAG,
+                                  out->probes, out, err);
+    return 0;
+}
+
+int nc_jacobian_run(const nc_layer_result *res, const nc_tensor *x, const nc_tensor *grad,
+                    const double *weight, const nc_jac_opts *o, int threads,
+                    nc_progress *progress, nc_jac_result *out, nc_err *err)
+{
+    memset(out, 0, sizeof *out);
+    nc_jac_opts dflt;
+    nc_jac_opts_defaults(&dflt);
+    if (!o)
+        o = &dflt;
+    const size_t d = res->d, nt = res->tok.nt;
+    int rc = check_inputs(res, x, grad, err);
+    if (rc)
+        return rc;
+    out->norm = res->norm;
+    out->d = d;
+    out->probes = o->probes ? o->probes : NC_JAC_PROBES;
+    out->seed = o->seed;
+    out->has_real = grad != NULL;
+    out->real_weighted = grad && weight;
+    out->gauss = nc_jac_gaussian_ref(res->norm, d);
+    set_nan_metrics(out);
+    snprintf(out->dense_status, sizeof out->dense_status, "not run");
+
+    jac_ctx *ctx = calloc(1, sizeof *ctx);
+    double *mem = NULL;
+    out->token_backprop = malloc((nt ? nt : 1) * sizeof *out->token_backprop);
+    if (!ctx || !out->token_backprop) {
+        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for the Jacobian pass", res->name);
+        goto out;
+    }
+    for (size_t t = 0; t < nt; t++)
+        out->token_backprop[t] = NAN;
+    ctx->res = res;
+    ctx->grad = grad;
+    ctx->weight = weight;
+    ctx->d = d;
+    for (int j = 0; j < NC_FIT_COUNT; j++) /* every fit the layer has */
+        if (res->fits[j].ok)
+            ctx->sid[ctx->ns++] = j;
+    if ((rc = ctx_arrays(ctx, nt, &mem, err)))
+        goto out;
+
+    /* ---- the streaming pass ---- */
+    double t0 = nc_now_s();
+    if (d > 0 && nt > 0) {
+        nc_pass pass = nc_layer_pass(res, x, threads, progress);
+        pass.scratch_bytes = scratch_doubles(d, ctx->ns) * sizeof(double);
+        nc_progress_begin(progress, res->name, "jacobian", (uint64_t)(nt * d));
+        rc = nc_pass_run(&pass, jac_block, ctx, err);
+        nc_progress_end(progress);
+        if (rc)
+            goto out;
+    }
+    out->time_analytic_s = nc_now_s() - t0;
+
+    t0 = nc_now_s();
+    jac_acc *A = merge_shards(ctx);
+    out->tokens = A->used;
+    out->real_zero_tokens = A->real_zero;
+    out->real_nonfinite_tokens = A->real_nonfinite;
+    if (A->used > 0 && (rc = summarise(ctx, A, out, err)))
+        goto out;
+    out->time_stats_s = nc_now_s() - t0;
+
+    t0 = nc_now_s();
+    if ((rc = dense_step(res, x, grad, weight, o, A->used, out, err)))
         goto out;
     out->time_dense_s = nc_now_s() - t0;
 
@@ -588,10 +597,10 @@ int nc_jacobian_run(const nc_layer_result *res, const nc_tensor *x, const nc_ten
     out->time_ode_s = nc_now_s() - t0;
 
 out:
+    if (ctx)
+        free(ctx->real_ok);
     free(ctx);
     free(mem);
-    free(work);
-    free(real_ok);
     if (rc)
         nc_jac_result_free(out);
     return rc;

@@ -23,69 +23,81 @@
  * in the y's is what is computed.)
  *
  * nc_jacobian_run computes, in one streaming pass over the layer's input
- * (O(d) per token, never d x d):
+ * (O(d) per token, never d x d; docs/jacobian.md defines each quantity, its
+ * Gaussian reference value and its standard error):
  *
- *   diag_frobenius_share  sum_t sum_i J_ii^2 / sum_t ||J_t||_F^2 (pooled)
- *   backprop              e = ||diag(J) g - J^T g|| / ||J^T g|| for
- *                         `probes` standard-normal probes g per token
- *                         (nc_rng_normals, the ziggurat of core/rng.h,
- *                         seeded with (seed ^ NC_JAC_SEED_TAG, stream = the
- *                         token's row in x), d values per probe, probe after
- *                         probe); per token the mean over its probes;
- *                         summarised over tokens as mean, median and p95
- *                         (NumPy's default linear-interpolation quantiles).
- *                         To leading order e is the radial part of g that J
- *                         removes: e ~ |g.y| / (||y|| ||g||) ~ 1/sqrt(d)
+ *   diag_frobenius_share  sum_t sum_i J_ii^2 / sum_t ||J_t||_F^2 (pooled; an
+ *                         energy share)
+ *   offdiag_frobenius_share  sqrt(sum_t off_t / sum_t ||J_t||_F^2), off_t =
+ *                         sum_{i != j} J_ij^2 = ||J||_F^2 - sum J_ii^2 in
+ *                         closed form (below): the plain share, ~1/sqrt(d)
+ *   backprop              for a diagonal D (diag(J), or diag(f'(x)) of a
+ *                         surrogate), per token the exact expectation over
+ *                         standard-normal probes g:
+ *                           E||(D - J) g||^2 = ||D - J||_F^2
+ *                                            = sum_i (D_i - J_ii)^2 + off_t
+ *                           E||J g||^2       = ||J_t||_F^2
+ *                         err = sqrt(sum_t ||D - J_t||_F^2 / sum_t ||J_t||_F^2)
+ *                         (pooled, the ranking value, exact: err_se = 0), and
+ *                         the per-token r_t = ||D - J_t||_F / ||J_t||_F
+ *                         summarised over tokens (mean, median, p95, with
+ *                         standard errors of the mean and median over tokens)
  *   backprop_real         the same with g = weight * grad_output, the
  *                         gradient at the norm's output before the affine
  *                         part (grad_output is dL/d(weight * y + bias)), one
- *                         value per token
+ *                         value per token: err = sqrt(sum_t ||(D - J) g_t||^2
+ *                         / sum_t ||J g_t||^2), err_se by the delta method
+ *                         over tokens (nc_jac_ratio_se)
  *   radial_retention      sqrt(sum_t ||diag(J_t) y_t||^2 / sum_t ||inv_t y_t||^2):
  *                         J y = 0 (eps = 0) but diag(J) y keeps nearly all of y/r
  *   ones_retention        (LayerNorm) the same for the direction 1:
  *                         sqrt(sum_t ||diag(J_t) 1||^2 / sum_t d inv_t^2)
  *   surrogates            per fitted surrogate f (layer.h fits[k].ok): RMSE
- *                         and max of J_ii - f'(x_i) over all points, and the
- *                         backprop error with diag(f'(x)) for diag(J) (same
- *                         probes, same real gradients)
+ *                         and max of J_ii - f'(x_i) over all points, both
+ *                         also relative to the RMS of J_ii, and the
+ *                         backprop errors above with diag(f'(x)) for D
+ *   ranking               the surrogates ordered by backprop err (exact:
+ *                         plain order) and by backprop_real err (a tie with
+ *                         the one before when the gap is within two standard
+ *                         errors of the gap, paired over tokens)
+ *
+ * off_t in closed form, with S2 = sum y^2, S1 = sum y, S4 = sum y^4:
+ *   RMSNorm    J_ij = -inv y_i y_j / d:        off = inv^2 (S2^2 - S4) / d^2
+ *   LayerNorm  J_ij = -inv (1 + y_i y_j) / d:  off = inv^2 (d (d - 1) +
+ *              2 (S1^2 - S2) + S2^2 - S4) / d^2
  *
  * Zero denominators. When ||J^T g|| = 0 (g in the null space of J^T: g
- * parallel to y with eps = 0, or parallel to 1 for LayerNorm) the relative
- * error of a probe is +inf if the surrogate's error vector is not zero and
- * 0 if it is too; it is never NaN. Summaries count the infinite values
- * (n_inf), and their mean is then +inf (the median and p95 only if enough
- * values are infinite). Tokens whose real gradient is all zero carry no
- * information and are left out of backprop_real (counted), as are tokens
- * whose real gradient is not finite.
+ * parallel to y with eps = 0, or parallel to 1 for LayerNorm; or J = 0) the
+ * relative error is +inf if the error is not zero and 0 if it is too; it is
+ * never NaN. Summaries count the infinite values (n_inf), and their mean is
+ * then +inf (the median and p95 only if enough values are infinite).
+ * Tokens whose real gradient is all zero carry no information and are left
+ * out of backprop_real (counted), as are tokens whose real gradient is not
+ * finite.
  *
  * Then, as checks:
  *   dense     for a sample of tokens (by default as many as fit
- *             NC_JAC_DENSE_ENTRIES matrix entries in all: every token for
- *             d <= 128 and N <= 4096, 4 for d = 4096), J materialised as a
- *             dense d x d float matrix (each entry computed in double and
- *             rounded once) and J^T G for the block G = [probes | random
- *             signs +-1 | real gradient] of NC_JAC_DENSE_COLUMNS columns
- *             (more if probes + 1 exceed it) computed as ONE matrix
- *             product (OpenBLAS sgemm: with 64 columns it runs near
- *             OpenBLAS's own sgemm rate, nc_jac_blas_rate, not at memory
- *             speed as with 8), compared with the analytic J^T g in double
- *             as the streaming pass computes it:
- *             dense_max_rel_diff is the largest |dense_i - analytic_i| / s_i
- *             over the sampled tokens, columns and channels, with s_i =
- *             inv (|g_i| + ([sum |g|] + |y_i| sum |y g|) / d) >= sum_j
- *             |J_ij g_j| the size of the terms the product sums (J^T g
- *             itself may cancel to ~0, e.g. g along y). Rounding alone
- *             keeps it below dense_tol = gamma_{d+3} = (d+3) u / (1 -
- *             (d+3) u), u = 2^-24, whatever the summation order (observed
- *             6e-7 for d = 64, 1.4e-6 for d = 4096, against bounds of 4e-6
- *             and 2.4e-4); dropping the off-diagonal part gives ~1/sqrt(d)
- *             or more (test_jacobian.c checks that it fails). Likewise
- *             dense_frob_max_rel_diff, the largest |sum of J_ij^2 over the
- *             float matrix - the closed form above| / (d inv^2), stays
- *             below NC_JAC_DENSE_FROB_TOL. dense_status is "ok" when both
- *             hold, else says "MISMATCH" and by how much. (Sampled tokens
- *             with 4 inv >= FLT_MAX, whose J would overflow a float, are
- *             left out.)
+ *             NC_JAC_DENSE_ENTRIES matrix entries in all: one token for
+ *             d = 4096, every token up to 4096 for d <= 64), every entry
+ *             J_ij computed in double from its formula (nc_jac_token_dense)
+ *             row by row, and J^T g = sum_j J_ij g_j summed explicitly (O(d^2)
+ *             per column, no BLAS, O(d * columns) memory) for the columns
+ *             G = [probes | real gradient] (`probes` standard normals per
+ *             token from the token's stream nc_rng(seed ^ NC_JAC_SEED_TAG,
+ *             row), NC_JAC_PROBES by default), compared with the analytic
+ *             J^T g in O(d) as the pass computes it: dense_max_rel_diff is
+ *             the largest |dense_i - analytic_i| / s_i over the sampled
+ *             tokens, columns and channels, with s_i = inv (|g_i| + ([sum
+ *             |g|] + |y_i| sum |y g|) / d) >= sum_j |J_ij g_j| the size of
+ *             the terms summed (J^T g itself may cancel to ~0). Rounding
+ *             alone keeps it below dense_tol = gamma_{2d+12} (u = 2^-53)
+ *             whatever the summation order; dropping the off-diagonal part
+ *             gives ~1/sqrt(d) or more (test_jacobian.c checks that it
+ *             fails). Likewise dense_frob_max_rel_diff, |sum of J_ij^2 over
+ *             the explicit entries - the closed form| / (d inv^2), stays
+ *             below dense_frob_tol = (d + 16) u, and dense_off_max_rel_diff
+ *             the same for the off-diagonal energy off_t. dense_status is
+ *             "ok" when all hold, else says "MISMATCH" and by how much.
  *   ODE       ODE-1 dy/dx = (1/rho)(1 - y^2/d), y(0) = 0, and ODE-2
  *             dy/dx = (y/x)(1 - y^2/d) integrated (ode.h, rtol = atol =
  *             1e-12) over [0, max |x|] and compared with sqrt(d) tanh(x /
@@ -93,9 +105,9 @@
  *
  * Results do not depend on the thread count (per-shard accumulators merged
  * in shard order; per-token values in arrays summarised serially; probes
- * from per-token streams). Memory: O(nt * (1 + 2 * fits)) doubles, O((3 +
- * fits) d) doubles of scratch per thread, and one d x d float matrix plus
- * O(d * columns) for the dense check.
+ * from per-token streams). Memory: O(nt * (2 + fits) (1 + [real])) doubles,
+ * O((4 + fits) d) doubles of scratch per thread, O(d * columns) for the
+ * dense check.
  *
  * Left out: the Jacobian after the affine part (diag(weight) J, whose
  * diagonal share is the same question weighted per channel) and anything
@@ -117,21 +129,18 @@
 #include "util/progress.h"
 
 /* Defaults of the options (used where an option is 0). */
-#define NC_JAC_PROBES 8 /* random probes per token */
-/* The dense check materialises about this many entries in all (256 MiB of
- * floats written, ~8.6 GFLOP with 64 columns: ~0.2 s at OpenBLAS's sgemm
- * rate): NC_JAC_DENSE_ENTRIES / d^2 tokens, at least 1 and at most
- * NC_JAC_DENSE_MAX_TOKENS (for small d the per-token work, O(d) per
- * column, would dominate: every token up to 4096 for d <= 128). */
-#define NC_JAC_DENSE_ENTRIES ((size_t)1 << 26)
+#define NC_JAC_PROBES 8 /* probe columns per token of the dense check */
+/* The dense check computes about this many matrix entries in all, each
+ * used for every column (~2^24 x (2 + 2 columns) flops: ~20 ms for 9
+ * columns, a few percent of a 4096 x 4096 layer's run):
+ * NC_JAC_DENSE_ENTRIES / d^2 tokens, at least 1 and at most
+ * NC_JAC_DENSE_MAX_TOKENS. */
+#define NC_JAC_DENSE_ENTRIES ((size_t)1 << 24)
 #define NC_JAC_DENSE_MAX_TOKENS 4096
-#define NC_JAC_DENSE_COLUMNS 64                  /* columns of G (at least) */
-#define NC_JAC_DENSE_MAX_BYTES ((size_t)1 << 30) /* one d x d float matrix, at most */
+/* Skip the dense check when one token's d^2 entries exceed this many
+ * (the time of one token grows as d^2; d = 65536 would be 2^32). */
+#define NC_JAC_DENSE_MAX_ENTRIES ((size_t)1 << 30)
 #define NC_JAC_DENSE_ALL SIZE_MAX                /* dense_tokens: every used token */
-/* dense_frob_max_rel_diff bound: each float entry squared is off by at most
- * 2u + u^2 (u = 2^-24) relative, ||J||_F^2 <= d inv^2, and the double sums
- * add ~1e-13: 3u. */
-#define NC_JAC_DENSE_FROB_TOL (3.0 * 0x1p-24)
 
 /* Mixed into the seed (seed ^ tag) before the probe streams are drawn, so
  * that a probe never repeats the normals of a synthetic layer generated
@@ -144,19 +153,27 @@
 #define NC_JAC_ODE2_X0 1e-3
 
 typedef struct nc_jac_opts {
-    size_t probes;          /* random probes per token (0: NC_JAC_PROBES) */
-    size_t dense_tokens;    /* tokens materialised (0: nc_jac_dense_default_tokens(d);
+    size_t probes;          /* probe columns of the dense check (0: NC_JAC_PROBES) */
+    size_t dense_tokens;    /* tokens checked densely (0: nc_jac_dense_default_tokens(d);
                              * NC_JAC_DENSE_ALL: all); at most the used tokens */
-    size_t dense_max_bytes; /* skip the dense check when d*d*4 exceeds this
-                             * (0: NC_JAC_DENSE_MAX_BYTES) */
+    size_t dense_max_entries; /* skip the dense check when d*d exceeds this
+                               * (0: NC_JAC_DENSE_MAX_ENTRIES) */
     bool no_dense;          /* skip the dense check */
     uint64_t seed;          /* probe seed, used as given (0 is a valid seed) */
 } nc_jac_opts;
 
-/* A per-token quantity summarised over tokens. n_inf of the n values are
- * +inf (zero denominators, see above). All NaN when n == 0. */
+/* A backprop error of one diagonal D against J over the tokens: per token
+ * a numerator num_t (the squared error) and a denominator den_t (the
+ * squared size of J^T g), both exact expectations over Gaussian probes or
+ * the real gradient's values. n_inf of the n per-token ratios are +inf
+ * (zero denominators, see above). All NaN when n == 0. */
 typedef struct nc_jac_summary {
-    double mean, median, p95;
+    double err;        /* sqrt(sum num_t / sum den_t): the layer as one vector (ranks) */
+    double err_se;     /* its standard error over tokens; 0 when exact */
+    bool exact;        /* err is an exact expectation (probes), not sampled */
+    double mean, median, p95; /* of the per-token ratios sqrt(num_t / den_t) */
+    double mean_se;    /* sd / sqrt(n) of the per-token ratios */
+    double median_se;  /* order-statistic standard error of the median */
     size_t n, n_inf;
 } nc_jac_summary;
 
@@ -165,9 +182,29 @@ typedef struct nc_jac_surrogate {
     bool ok;                      /* compared: the layer's fit was ok */
     double diag_rmse;             /* sqrt(mean over points of (J_ii - f'(x_i))^2) */
     double diag_max_err;          /* max over points of |J_ii - f'(x_i)| */
-    nc_jac_summary backprop;      /* ||diag(f') g - J^T g|| / ||J^T g||, probes */
-    nc_jac_summary backprop_real; /* the same for the real gradients (has_real) */
+    double diag_rmse_rel;         /* diag_rmse / sqrt(mean J_ii^2) */
+    double diag_max_err_rel;      /* diag_max_err / sqrt(mean J_ii^2) */
+    nc_jac_summary backprop;      /* ||diag(f') - J||_F / ||J||_F, exact over probes */
+    nc_jac_summary backprop_real; /* ||diag(f') g - J^T g|| / ||J^T g||, real g (has_real) */
 } nc_jac_surrogate;
+
+/* One place of a ranking of the surrogates by a backprop err. */
+typedef struct nc_jac_rank {
+    int id;          /* nc_fit_id */
+    double err, se;  /* the surrogate's err and err_se */
+    double gap_se;   /* standard error of err - the previous one's err (paired; 0 first) */
+    bool tie;        /* within two gap_se of the previous place (never for exact errs) */
+} nc_jac_rank;
+
+/* The expected values of the pooled quantities for Gaussian inputs
+ * (docs/jacobian.md: x with i.i.d. normal entries, zero mean for RMSNorm,
+ * eps -> 0), at width d. NaN where undefined (d too small). */
+typedef struct nc_jac_gauss_ref {
+    double diag_frobenius_share;    /* RMSNorm (d+1)/(d+2); LayerNorm (d-1)/(d+1) */
+    double offdiag_frobenius_share; /* sqrt(1/(d+2)); sqrt(2/(d+1)) = backprop err of diag(J) */
+    double radial_retention;
+    double ones_retention;          /* LayerNorm only */
+} nc_jac_gauss_ref;
 
 /* The ODE check. Deviations are absolute (y is in units of the norm's
  * output, bounded by sqrt(d)), the maxima over the integrator's accepted
@@ -188,14 +225,16 @@ typedef struct nc_jac_result {
     nc_norm_kind norm;
     size_t d;
     size_t tokens;               /* tokens with an output (NC_TOKEN_OK) compared */
-    size_t probes;               /* probes per token used */
+    size_t probes;               /* probe columns per token of the dense check */
     uint64_t seed;               /* probe seed (before NC_JAC_SEED_TAG) */
 
     double diag_frobenius_share; /* pooled sum J_ii^2 / sum ||J||_F^2 */
+    double offdiag_frobenius_share; /* sqrt(pooled sum off_t / sum ||J||_F^2) */
     double radial_retention;     /* pooled ||diag(J) y|| / ||y / scale|| */
     double ones_retention;       /* LayerNorm: pooled ||diag(J) 1|| / ||1 / scale||;
                                   * NaN for RMSNorm */
-    nc_jac_summary backprop;     /* diag(J) against J^T, probes */
+    nc_jac_summary backprop;     /* diag(J) against J, exact over probes */
+    nc_jac_gauss_ref gauss;      /* Gaussian reference values at this d */
 
     bool has_real;               /* real gradients were given */
     bool real_weighted;          /* ... and multiplied by the affine weight */
@@ -204,26 +243,32 @@ typedef struct nc_jac_result {
     size_t real_nonfinite_tokens; /* left out: real gradient not finite */
 
     nc_jac_surrogate surr[NC_FIT_COUNT]; /* indexed by nc_fit_id; ok says which */
+    int nranked;                          /* surrogates compared */
+    nc_jac_rank rank[NC_FIT_COUNT];       /* by backprop.err, best first */
+    nc_jac_rank rank_real[NC_FIT_COUNT];  /* by backprop_real.err (has_real) */
 
     nc_jac_ode ode;
 
+    bool dense_ran;                 /* the dense check ran (dense_status says why not) */
     size_t tokens_materialised;     /* tokens of the dense check */
-    size_t dense_columns;           /* columns of G per token (random [+ 1 real]) */
+    size_t dense_columns;           /* columns of G per token (probes [+ 1 real]) */
     double dense_max_rel_diff;      /* dense J^T G against analytic, relative to
                                      * s_i (see above; NaN: not run) */
     double dense_frob_max_rel_diff; /* dense ||J||_F^2 against the closed form,
                                      * relative to d inv^2 */
+    double dense_off_max_rel_diff;  /* dense off-diagonal energy against off_t,
+                                     * relative to d inv^2 */
     double dense_tol;               /* the rounding bound of dense_max_rel_diff */
-    double dense_frob_tol;          /* ... of dense_frob_max_rel_diff */
+    double dense_frob_tol;          /* ... of the two Frobenius differences */
     char dense_status[128];         /* "ok", "MISMATCH: ..." or why it did not run */
-    double dense_flops;             /* 2 d^2 columns per token: the sgemm work */
+    double dense_flops;             /* d^2 (2 + 2 columns) per token */
 
     double time_analytic_s;         /* the streaming pass */
-    double time_dense_s;            /* the dense check, all of it */
-    double time_dense_gemm_s;       /* of which in sgemm (dense_flops / this = GFLOP/s) */
+    double time_stats_s;            /* summaries, standard errors, rankings */
+    double time_dense_s;            /* the dense check */
     double time_ode_s;
 
-    double *token_backprop;         /* [tok.nt] per-token mean probe error of diag(J),
+    double *token_backprop;         /* [tok.nt] per-token r_t of diag(J) (exact),
                                      * NaN for tokens without output; owned */
 } nc_jac_result;
 
@@ -242,8 +287,8 @@ size_t nc_jac_dense_default_tokens(size_t d);
  * gradient dL/d(output after the affine part) [N, d] in any float dtype, or
  * NULL; weight the affine weight [d] (the gradient at the norm's output is
  * weight * grad), or NULL (weight 1). o may be NULL (defaults). threads as
- * in nc_pass (0: online CPUs); the dense check uses OpenBLAS's own
- * threading. On success out is filled (free with nc_jac_result_free); on
+ * in nc_pass (0: online CPUs); the dense check runs on one thread and
+ * allocates O(d * columns). On success out is filled (free with nc_jac_result_free); on
  * failure out holds nothing to free. Errors: NC_EINVAL (grad's shape or
  * dtype, x not the analysed shape), NC_ENOMEM, NC_EINTERNAL (threads). A
  * layer without usable tokens is not an error: the metrics are NaN. */
@@ -252,6 +297,43 @@ int nc_jacobian_run(const nc_layer_result *res, const nc_tensor *x, const nc_ten
                     nc_progress *progress, nc_jac_result *out, nc_err *err);
 
 void nc_jac_result_free(nc_jac_result *r);
+
+/* ---- summaries and their standard errors (jacobian_stats.c) ------------ */
+
+/* The Gaussian reference values at width d (nc_jac_gauss_ref). */
+nc_jac_gauss_ref nc_jac_gaussian_ref(nc_norm_kind norm, size_t d);
+
+/* Summarises a backprop error from per-token num[t], den[t] over the n
+ * tokens listed in idx (or 0..n-1 when idx is NULL): err, the per-token
+ * ratios' mean, median, p95 (NumPy's default quantiles) and their standard
+ * errors. exact: err_se = 0; else err_se by the delta method (below).
+ * work: 2 n doubles. */
+nc_jac_summary nc_jac_summarize(const double *num, const double *den, const size_t *idx,
+                                size_t n, bool exact, double *work);
+
+/* The delta-method standard error over tokens of err = sqrt(A / B), A =
+ * sum num_t, B = sum den_t, for n >= 2: the influence of token t is phi_t =
+ * (num_t - R den_t) / (2 err B) (R = A / B), and se = sqrt(n / (n - 1)
+ * sum phi_t^2). With num2 (another diagonal's numerators over the same
+ * denominators, err2 its err) it is the standard error of err - err2,
+ * paired (phi_t - phi2_t). 0 when err is 0 or n < 2; NaN if not finite. */
+double nc_jac_ratio_se(const double *num, const double *num2, const double *den,
+                       const size_t *idx, size_t n);
+
+/* Ranks the ns surrogates sid[0..ns) by S[j]->err (NaN
+ * last, best first) into out[0..ns). For sampled errors (S[j]->exact
+ * false) gap_se is the paired standard error of the gap to the previous
+ * place over the n tokens idx (nc_jac_ratio_se with num[j], num[prev] and
+ * den), and tie says |gap| <= 2 gap_se. */
+void nc_jac_rank_surrogates(const nc_jac_summary *const *S, const double *const *num,
+                            const double *den, const size_t *idx, size_t n, const int *sid,
+                            int ns, nc_jac_rank *out);
+
+/* The order-statistic standard error of the median of sorted a[0..n): half
+ * the distance between the quantiles 1/2 -+ 1/(2 sqrt n) (the ranks where
+ * a Binomial(n, 1/2) count is one sd from n/2; for a density f at the
+ * median, ~ 1 / (2 f sqrt n), the asymptotic se). NaN for n < 2. */
+double nc_jac_median_se(const double *sorted, size_t n);
 
 /* ---- one token (tests, figures) ---------------------------------------- */
 
@@ -269,13 +351,15 @@ double nc_jac_token_frob2(nc_norm_kind norm, const double *y, double inv, size_t
  * in exact arithmetic; the two halves may differ in the last bit.) */
 void nc_jac_token_dense(nc_norm_kind norm, const double *y, double inv, size_t d, double *J);
 
-/* The same matrix in float: each entry of nc_jac_token_dense rounded once.
- * Returns the sum of the squares of the stored floats (in double). */
-double nc_jac_token_dense_f(nc_norm_kind norm, const double *y, double inv, size_t d, float *J);
-
-/* out = J^T G with one cblas_sgemm: J [d x d] row-major as above, G and
- * out [d x ncols] column-major (column k, a probe, at G + k*d). */
-void nc_jac_dense_vjp(const float *J, size_t d, const float *G, size_t ncols, float *out);
+/* JG[k d + i] = sum_j J_ij G[k d + j] for the ncols columns of G [d x ncols,
+ * column k at G + k d], every entry J_ij computed from its formula (as
+ * nc_jac_token_dense) row by row and summed explicitly in double (O(d^2)
+ * per column, never the whole matrix); f2[0] = sum_ij J_ij^2, f2[1] =
+ * sum_{i != j} J_ij^2. row: d doubles of scratch. The dense check's
+ * product. */
+void nc_jac_token_dense_apply(nc_norm_kind norm, const double *y, double inv, size_t d,
+                              const double *G, size_t ncols, double *JG, double *row,
+                              double f2[2]);
 
 /* ---- the ODE check ------------------------------------------------------ */
 

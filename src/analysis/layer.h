@@ -124,6 +124,15 @@ typedef struct nc_fit_data {
     double sjj, sj;    /* exact sum of J_ii^2 and of J_ii over all points */
 } nc_fit_data;
 
+/* A theory curve with each token's own scale (docs/theory.md): for token t
+ * the curve of nc_dyt_theory_params / nc_dyisru_theory_params with rho the
+ * token's scale (r_t, s_t), evaluated at u = x - mu_t (LayerNorm) or x
+ * (RMSNorm); exact errors over all used points (the verify pass). */
+typedef struct nc_theory_token {
+    bool ok;
+    double sse, rmse, r2, max_abs_err, mean_abs_err;
+} nc_theory_token;
+
 typedef struct nc_layer_result {
     char *name;                /* owned */
     nc_layer_tokens tok;       /* owned */
@@ -140,6 +149,7 @@ typedef struct nc_layer_result {
     double y_mean, y_sst;      /* of the (pre-affine) output, for R^2 */
     double y_min, y_max;       /* its range (figures) */
     nc_fit_result fits[NC_FIT_COUNT];
+    nc_theory_token theory_token[2]; /* [0] DyT theory, [1] DyISRU theory, per-token scale */
     nc_fit_data data;          /* owned: the fit points, for sweeps */
     double *data_bins;         /* owned: the bins, when data holds the raw points */
     double saturation[3];      /* DyT: share of points with |alpha x| > 1, 2, 3 */

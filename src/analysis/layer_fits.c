@@ -7,8 +7,9 @@
  * runs through levels of these, coarse to fine: its scan on the bins merged
  * into at most COARSE_POINTS (when there are more than twice that many),
  * then a polish on the bins, then on the raw points. Derf starts from the DyT fit; the affine baseline is closed-form
- * from the bins pass's exact sums; the theory curves need only the mean
- * token scale rho and d. The fitters themselves are fit.h's.
+ * from the bins pass's exact sums; the theory curves with one scale for
+ * the layer need only the mean token scale rho, the norm and d (those with
+ * each token's own scale are evaluated in the verify pass). The fitters themselves are fit.h's.
  *
  * Left out: the per-channel DyT fit (channel.c), which needs exact passes,
  * and the exact error metrics of every fit (the verify pass, layer.c).
@@ -165,13 +166,13 @@ int nc_layer_run_fits(const run *r, nc_layer_result *res, const nc_points *bins,
     double rho = res->stats.rho;
     if (spec->fit[NC_FIT_DYT_THEORY]) {
         nc_fit_result *fr = &F[NC_FIT_DYT_THEORY];
-        fr->params = nc_dyt_theory_params(rho, d);
+        fr->params = nc_dyt_theory_params(spec->norm, rho, d);
         fr->ok = fr->converged = true;
         snprintf(fr->status, sizeof fr->status, "ok");
     }
     if (spec->fit[NC_FIT_DYISRU_THEORY]) {
         nc_fit_result *fr = &F[NC_FIT_DYISRU_THEORY];
-        fr->params = nc_dyisru_theory_params(rho, d);
+        fr->params = nc_dyisru_theory_params(spec->norm, rho, d);
         fr->ok = fr->converged = true;
         snprintf(fr->status, sizeof fr->status, "ok");
     }

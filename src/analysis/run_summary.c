@@ -44,13 +44,15 @@ void nc_layer_summary_from_result(const nc_layer_result *res, const nc_jac_resul
     if (dyt->ok) {
         s->alpha = dyt->params.p[0];
         s->gamma = dyt->params.p[1];
-        s->theory_alpha = 1.0 / (res->stats.rho * sqrt((double)res->d));
+        s->theory_alpha = nc_dyt_theory_params(res->norm, res->stats.rho, res->d).p[0];
     }
     if (lin->ok)
         s->affine_slope = lin->params.p[0];
     for (int k = 0; jac && k < NC_FIT_COUNT; k++)
-        if (jac->surr[k].ok)
-            s->bp[k] = jac->surr[k].backprop.mean;
+        if (jac->surr[k].ok) {
+            s->bp[k] = jac->surr[k].backprop.err;
+            s->bp_se[k] = jac->surr[k].backprop.err_se;
+        }
 }
 
 /* ------------------------------------------------------ t distribution */

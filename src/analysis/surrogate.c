@@ -142,10 +142,13 @@ static const nc_surrogate table[NC_FIT_COUNT] = {
                             "scale*x/sqrt(x^2+C)", 2, {"C", "scale"}, false, false, isru_f,
                             isru_df},
     [NC_FIT_DYT_THEORY] = {NC_FIT_DYT_THEORY, "dyt_theory", "DyT theory",
-                           "sqrt(d)*tanh(x/(rho*sqrt(d)))", 3, {"alpha", "gamma", "beta"},
+                           "A*tanh(A*x/(d*rho)), A = sqrt(d) (RMSNorm) or sqrt(d-1) (LayerNorm)",
+                           3, {"alpha", "gamma", "beta"},
                            false, true, dyt_f, dyt_df},
     [NC_FIT_DYISRU_THEORY] = {NC_FIT_DYISRU_THEORY, "dyisru_theory", "DyISRU theory",
-                              "sqrt(d)*x/sqrt(x^2+d*rho^2)", 2, {"C", "scale"}, false, true,
+                              "A*x/sqrt(x^2+(d*rho/A)^2), A = sqrt(d) (RMSNorm) or sqrt(d-1) "
+                              "(LayerNorm)",
+                              2, {"C", "scale"}, false, true,
                               isru_f, isru_df},
     [NC_FIT_DERF] = {NC_FIT_DERF, "derf", "Derf", "gamma*erf(alpha*x+shift)+beta", 4,
                      {"alpha", "shift", "gamma", "beta"}, false, false, derf_f, derf_df},
@@ -178,13 +181,25 @@ double nc_surrogate_df(const nc_surrogate *s, const nc_params *p, size_t channel
     return dy;
 }
 
-nc_params nc_dyt_theory_params(double rho, size_t d)
+double nc_theory_amp(nc_norm_kind norm, size_t d)
 {
-    double sd = sqrt((double)d);
-    return (nc_params){.p = {1.0 / (rho * sd), sd, 0.0}};
+    return norm == NC_LAYERNORM && d >= 2 ? sqrt((double)d - 1.0) : sqrt((double)d);
 }
 
-nc_params nc_dyisru_theory_params(double rho, size_t d)
+/* A^2 = d or d - 1 exactly; RMSNorm's expressions are the ones used before
+ * LayerNorm got its own, so their bits do not change. */
+nc_params nc_dyt_theory_params(nc_norm_kind norm, double rho, size_t d)
 {
-    return (nc_params){.p = {(double)d * rho * rho, sqrt((double)d)}};
+    double a = nc_theory_amp(norm, d);
+    if (a == sqrt((double)d))
+        return (nc_params){.p = {1.0 / (rho * a), a, 0.0}};
+    return (nc_params){.p = {a / ((double)d * rho), a, 0.0}};
+}
+
+nc_params nc_dyisru_theory_params(nc_norm_kind norm, double rho, size_t d)
+{
+    double a = nc_theory_amp(norm, d), dd = (double)d;
+    if (a == sqrt(dd))
+        return (nc_params){.p = {dd * rho * rho, a}};
+    return (nc_params){.p = {dd * dd * rho * rho / (dd - 1.0), a}};
 }

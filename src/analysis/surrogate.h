@@ -13,8 +13,10 @@
  *   dyt_per_channel y = gamma_i*tanh(alpha*x) + beta_i          (scalar alpha, per channel i)
  *   dyisru          y = scale*x/sqrt(x^2 + C)                   (scale fixed)
  *   dyisru_free     y = scale*x/sqrt(x^2 + C)                   (scale fitted)
- *   dyt_theory      dyt with alpha = 1/(rho*sqrt(d)), gamma = sqrt(d), beta = 0
- *   dyisru_theory   dyisru with C = d*rho^2, scale = sqrt(d)
+ *   dyt_theory      dyt with gamma = A, alpha = A/(d*rho), beta = 0
+ *   dyisru_theory   dyisru with scale = A, C = (d*rho/A)^2
+ *                   (A = sqrt(d) for RMSNorm, sqrt(d-1) for LayerNorm;
+ *                   docs/theory.md derives both from the diagonal ODEs)
  *   derf            y = gamma*erf(alpha*x + shift) + beta       (Derf)
  */
 #ifndef NC_SURROGATE_H
@@ -22,6 +24,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "core/norm.h"
 
 typedef enum nc_fit_id {
     NC_FIT_LINEAR,
@@ -71,9 +75,21 @@ const nc_surrogate *nc_surrogate_find(const char *name);
 double nc_surrogate_f(const nc_surrogate *s, const nc_params *p, size_t channel, double x);
 double nc_surrogate_df(const nc_surrogate *s, const nc_params *p, size_t channel, double x);
 
-/* The parameter-free theory curves of BRIEF.md for a layer of width d whose
- * mean token scale is rho. */
-nc_params nc_dyt_theory_params(double rho, size_t d);
-nc_params nc_dyisru_theory_params(double rho, size_t d);
+/* The amplitude A of the theory curves: the bound of the norm's output,
+ * sqrt(d) (RMSNorm) or sqrt(d-1) (LayerNorm, d >= 2; sqrt(d) for d = 1). */
+double nc_theory_amp(nc_norm_kind norm, size_t d);
+
+/* The parameter-free theory curves (docs/theory.md) for a norm of width d
+ * and scale rho (a token's own r_t or s_t, or one scale for the layer).
+ * ODE-1, the diagonal dy/du = (1/rho)(A^2 - y^2)/d with rho constant and
+ * y(0) = 0, gives DyT: gamma = A, alpha = A/(d rho), beta = 0 (slope at 0
+ * A^2/(d rho): 1/rho for RMSNorm, (1 - 1/d)/rho for LayerNorm). DyISRU:
+ * scale = A and C = (d rho / A)^2, the same slope at 0 (C = 1/alpha^2):
+ * the exact ODE-2 solution for RMSNorm (C = d rho^2), the ISRU matched to
+ * ODE-1 at the origin for LayerNorm, whose ODE-2 has no ISRU solution.
+ * For LayerNorm the curves are functions of u = x - mu (the token's own
+ * centre), for RMSNorm of x. */
+nc_params nc_dyt_theory_params(nc_norm_kind norm, double rho, size_t d);
+nc_params nc_dyisru_theory_params(nc_norm_kind norm, double rho, size_t d);
 
 #endif

@@ -191,15 +191,15 @@ int nc_sweep_run(const nc_layer_result *res, nc_sweep_param param, const double 
     out->opt_refit = argmin(out->grid, out->rmse_refit, n, &out->min_refit);
     out->opt_fixed = argmin(out->grid, out->rmse_fixed, n, &out->min_fixed);
     out->opt_jac = argmin(out->grid, out->jac_refit, n, &out->min_jac);
-    const double rho = res->stats.rho, d = (double)res->d;
+    const double rho = res->stats.rho;
     if (param == NC_SWEEP_ALPHA) {
         out->fitted = res->fits[NC_FIT_DYT].ok ? res->fits[NC_FIT_DYT].params.p[0] : NAN;
-        out->theory = 1.0 / (rho * sqrt(d));
+        out->theory = nc_dyt_theory_params(res->norm, rho, res->d).p[0];
     } else {
         /* the refitted-scale curve is minimised by the free-scale fit */
         out->fitted = res->fits[NC_FIT_DYISRU_FREE].ok ? res->fits[NC_FIT_DYISRU_FREE].params.p[0]
                                                         : NAN;
-        out->theory = d * rho * rho;
+        out->theory = nc_dyisru_theory_params(res->norm, rho, res->d).p[0];
     }
     free(scratch);
     out->time_s = nc_now_s() - t0;

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stddef.h>
 
 #include "config/config.h"
 #include "util/err.h"
@@ -49,6 +50,24 @@ int cli_fail(const nc_err *err);
 
 /* Prints "normcmp: <cmd>: <message>" and a hint, returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+struct option; /* getopt.h */
+
+/* What cli_getopt returns after it printed why an option is bad. */
+#define CLI_OPT_ERROR '?'
+
+/* getopt_long for subcommand cmd with getopt's own messages off: returns
+ * the next option as getopt_long does, -1 at the end, or CLI_OPT_ERROR
+ * after printing one line about an unknown option (naming the nearest
+ * known one), an option missing its value, an ambiguous abbreviation, or
+ * "-out" written for "--out" (which getopt would read as "-o ut"); the
+ * caller then returns 2. Set optind = 1 before the first call. */
+int cli_getopt(int argc, char **argv, const char *shorts, const struct option *longs,
+               const char *cmd);
+
+/* The name among names[count] nearest to given[n] when it is a likely
+ * typo of it (at most 2 edits), else NULL. */
+const char *cli_nearest(const char *given, size_t n, const char *const *names, size_t count);
 
 /* The command line, shell-quoted where needed (owned by the caller). */
 char *cli_command_line(int argc, char **argv);

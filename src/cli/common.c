@@ -16,7 +16,6 @@
 #include "plan/plan.h"
 #include "plot/figures.h"
 #include "report/report.h"
-#include "report/report.h"
 #include "util/outfile.h"
 #include "util/progress.h"
 
@@ -117,12 +116,12 @@ static void print_jacobian_summary(const nc_plan *plan)
         const nc_jac_surrogate *dyt = &j->surr[NC_FIT_DYT], *isru = &j->surr[NC_FIT_DYISRU];
         printf("%-*s", w, l->name);
         print_num(j->diag_frobenius_share, 11);
-        print_num(j->backprop.median, 11);
+        print_num(j->backprop.err, 11);
         print_num(j->radial_retention, 11);
         print_num(dyt->ok ? dyt->diag_rmse : NAN, 11);
         print_num(isru->ok ? isru->diag_rmse : NAN, 11);
-        print_num(dyt->ok ? dyt->backprop.mean : NAN, 11);
-        print_num(isru->ok ? isru->backprop.mean : NAN, 11);
+        print_num(dyt->ok ? dyt->backprop.err : NAN, 11);
+        print_num(isru->ok ? isru->backprop.err : NAN, 11);
         printf("\n");
     }
 }
@@ -149,6 +148,22 @@ static void print_sweep_summary(const nc_plan *plan)
         }
 }
 
+/* The theory curves' R^2 with each token's own scale and with one scale
+ * for the layer (docs/theory.md), when they ran. */
+static void print_theory(const nc_layer_result *r, int w)
+{
+    const nc_fit_result *f[2] = {&r->fits[NC_FIT_DYT_THEORY], &r->fits[NC_FIT_DYISRU_THEORY]};
+    if (!r->theory_token[0].ok && !r->theory_token[1].ok)
+        return;
+    printf("%-*s   theory R2, token's own scale / one scale for the layer:", w, "");
+    const char *names[2] = {"DyT", "DyISRU"};
+    for (int k = 0; k < 2; k++)
+        if (r->theory_token[k].ok && f[k]->ok)
+            printf("%s %s %.4f / %.4f", k && r->theory_token[0].ok ? "," : "", names[k],
+                   r->theory_token[k].r2, f[k]->r2);
+    printf("\n");
+}
+
 /* The summary table: one line per layer. */
 static void print_summary(const nc_plan *plan)
 {
@@ -169,6 +184,7 @@ static void print_summary(const nc_plan *plan)
         print_num(dyt->ok ? dyt->r2 : NAN, 11);
         print_num(isru->ok ? isru->r2 : NAN, 11);
         printf("\n");
+        print_theory(r, w);
         if (plan->layers[k].has_outlier_steps) {
             const nc_outlier_steps *os = &plan->layers[k].outlier_steps;
             printf("%-*s   outlier steps: mean |residual| DyT %.4g, DyISRU %.4g, ratio %.3g\n",
@@ -207,103 +223,116 @@ static int copy_config(nc_outset *set, const char *config_path, nc_err *err)
     return rc;
 }
 
-int cli_execute(const nc_config *cfg, const char *command, const char *config_path, bool quiet)
-{
-    nc_err err = {0};
-    nc_plan *plan = NULL;
-    nc_progress *progress = NULL;
-    nc_outset *set = NULL;
-    char *json = NULL;
-    char *files[MAX_OUTPUT_FILES] = {NULL};
-    size_t nfiles = 0;
-    int status = 0;
+/* The files of one run besides report.json: the output set they go to
+ * and their names, for the report. */
+typedef struct run_files {
+    nc_outset *set;
+    char *names[MAX_OUTPUT_FILES];
+    size_t n;
+} run_files;
 
-    if (nc_plan_open(cfg, &plan, &err) != 0)
-        goto fail;
-    /* every output goes to the folder's set; all appear together or none */
-    if (nc_outset_alloc_folder(cfg->output, &set, &err) != 0)
-        goto fail;
-    for (size_t k = 0; k < plan->ndumps; k++)
-        if (nc_outset_protect(set, nc_dump_path(plan->dumps[k])) != 0)
-            goto nomem;
-    if (config_path && nc_outset_protect(set, config_path) != 0)
-        goto nomem;
-    progress = nc_progress_alloc(!quiet);
-    if (nc_plan_run(plan, progress, &err) != 0)
-        goto fail;
-    nc_progress_free(progress);
-    progress = NULL;
-    if (config_path) {
-        if (copy_config(set, config_path, &err) != 0)
-            goto fail;
-        files[nfiles++] = strdup("config.json");
+static void add_name(run_files *o, const char *name)
+{
+    if (o->n < MAX_OUTPUT_FILES)
+        o->names[o->n++] = strdup(name);
+}
+
+/* The config's figures (a shard draws its own layers' only). */
+static int write_figures(const nc_config *cfg, const nc_plan *plan, const char *command,
+                         bool quiet, run_files *o, nc_err *err)
+{
+    size_t nfig = 0, nspecs = cfg->nfigures;
+    nc_fig_spec *shard_specs = NULL;
+    if (cfg->shard_count &&
+        cli_shard_figures(plan, cfg->figures, cfg->nfigures, &shard_specs, &nspecs, err))
+        return -1;
+    if (!quiet && isatty(STDERR_FILENO))
+        fprintf(stderr, "\rnormcmp: rendering figures...");
+    int rc = nc_figures_render(plan, shard_specs ? shard_specs : cfg->figures, nspecs, command,
+                               cfg->threads, o->set, o->names + o->n, MAX_OUTPUT_FILES - o->n,
+                               &nfig, err);
+    free(shard_specs);
+    if (!quiet && isatty(STDERR_FILENO))
+        fprintf(stderr, "\r\033[K");
+    o->n += nfig;
+    return rc;
+}
+
+/* <layer>_sweep_<param>.csv for swept parameter p of layer l, the layer
+ * name made safe for a file name. */
+static int sweep_csv(const nc_plan_layer *l, int p, run_files *o, nc_err *err)
+{
+    char *csv, name[256], base[200];
+    size_t n = 0;
+    for (const char *c = l->name; *c && n + 1 < sizeof base; c++)
+        base[n++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                            (*c >= '0' && *c <= '9') || *c == '.' || *c == '-'
+                        ? *c
+                        : '_';
+    base[n] = '\0';
+    snprintf(name, sizeof name, "%s_sweep_%s.csv", base, nc_sweep_param_name((nc_sweep_param)p));
+    if (nc_report_sweep_csv(&l->sweep[p], &csv, err) != 0)
+        return -1;
+    int rc = nc_outset_add(o->set, name, csv, strlen(csv), err);
+    free(csv);
+    if (rc == 0)
+        add_name(o, name);
+    return rc;
+}
+
+/* A CSV and a figure per layer and swept parameter. */
+static int write_sweeps(const nc_config *cfg, const nc_plan *plan, const char *command,
+                        run_files *o, nc_err *err)
+{
+    for (size_t k = 0; k < plan->nlayers && cfg->sweep.csv; k++)
+        for (int p = 0; p < 2; p++)
+            if (plan->layers[k].has_sweep[p] && sweep_csv(&plan->layers[k], p, o, err) != 0)
+                return -1;
+    if (!cfg->sweep.figure)
+        return 0;
+    size_t nfig = 0;
+    int rc = nc_figures_sweeps(plan, cfg->sweep.formats, command, o->set, o->names + o->n,
+                               MAX_OUTPUT_FILES - o->n, &nfig, err);
+    o->n += nfig;
+    return rc;
+}
+
+/* Every output of a finished plan into a temporary first, then all
+ * renamed together (or none): the config copy, figures, sweeps,
+ * report.json and index.html. */
+static int write_outputs(const nc_config *cfg, const nc_plan *plan, const char *command,
+                         const char *config_path, bool quiet, run_files *o, nc_err *err)
+{
+    char *json = NULL;
+    int rc = 0; /* o->set: allocated by cli_execute before the analysis */
+    if (config_path && (rc = copy_config(o->set, config_path, err)) == 0)
+        add_name(o, "config.json");
+    if (!rc && cfg->nfigures)
+        rc = write_figures(cfg, plan, command, quiet, o, err);
+    if (!rc && cfg->sweep.enabled)
+        rc = write_sweeps(cfg, plan, command, o, err);
+    if (!rc) {
+        add_name(o, "index.html");
+        rc = nc_report_json(plan, command, (const char *const *)o->names, o->n, &json, err);
     }
-    if (cfg->nfigures) {
-        size_t nfig = 0, nspecs = cfg->nfigures;
-        nc_fig_spec *shard_specs = NULL; /* a shard draws its layers' figures only */
-        if (cfg->shard_count &&
-            cli_shard_figures(plan, cfg->figures, cfg->nfigures, &shard_specs, &nspecs, &err))
-            goto fail;
-        if (!quiet && isatty(STDERR_FILENO))
-            fprintf(stderr, "\rnormcmp: rendering figures...");
-        int rc = nc_figures_render(plan, shard_specs ? shard_specs : cfg->figures, nspecs,
-                                   command, cfg->threads, set, files + nfiles,
-                                   MAX_OUTPUT_FILES - nfiles, &nfig, &err);
-        free(shard_specs);
-        if (!quiet && isatty(STDERR_FILENO))
-            fprintf(stderr, "\r\033[K");
-        nfiles += nfig;
-        if (rc != 0)
-            goto fail;
+    if (!rc)
+        rc = nc_outset_add(o->set, "report.json", json, strlen(json), err);
+    if (!rc)
+        rc = cli_write_index(o->set, json, err); /* docs/whole_models.md */
+    free(json);
+    if (!rc) {
+        rc = nc_outset_commit(o->set, err);
+        o->set = NULL;
     }
-    if (cfg->sweep.enabled) {
-        /* a CSV and a figure per layer and swept parameter */
-        for (size_t k = 0; k < plan->nlayers && cfg->sweep.csv; k++) {
-            for (int p = 0; p < 2; p++) {
-                const nc_plan_layer *l = &plan->layers[k];
-                if (!l->has_sweep[p])
-                    continue;
-                char *csv, name[256], base[200];
-                size_t o = 0;
-                for (const char *c = l->name; *c && o + 1 < sizeof base; c++)
-                    base[o++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                                        (*c >= '0' && *c <= '9') || *c == '.' || *c == '-'
-                                    ? *c
-                                    : '_';
-                base[o] = '\0';
-                snprintf(name, sizeof name, "%s_sweep_%s.csv", base,
-                         nc_sweep_param_name((nc_sweep_param)p));
-                if (nc_report_sweep_csv(&l->sweep[p], &csv, &err) != 0)
-                    goto fail;
-                int rc = nc_outset_add(set, name, csv, strlen(csv), &err);
-                free(csv);
-                if (rc != 0)
-                    goto fail;
-                if (nfiles < MAX_OUTPUT_FILES)
-                    files[nfiles++] = strdup(name);
-            }
-        }
-        if (cfg->sweep.figure) {
-            size_t nfig = 0;
-            int rc = nc_figures_sweeps(plan, cfg->sweep.formats, command, set, files + nfiles,
-                                       MAX_OUTPUT_FILES - nfiles, &nfig, &err);
-            nfiles += nfig;
-            if (rc != 0)
-                goto fail;
-        }
-    }
-    if (nfiles < MAX_OUTPUT_FILES)
-        files[nfiles++] = strdup("index.html");
-    if (nc_report_json(plan, command, (const char *const *)files, nfiles, &json, &err) != 0)
-        goto fail;
-    if (nc_outset_add(set, "report.json", json, strlen(json), &err) != 0)
-        goto fail;
-    if (cli_write_index(set, json, &err) != 0) /* docs/whole_models.md */
-        goto fail;
-    int rc = nc_outset_commit(set, &err);
-    set = NULL;
-    if (rc != 0)
-        goto fail;
+    nc_outset_abort(o->set);
+    o->set = NULL;
+    return rc;
+}
+
+/* The summary tables on stdout: fits (unless `jacobian`), Jacobian,
+ * sweeps. */
+static void print_tables(const nc_config *cfg, const nc_plan *plan)
+{
     bool any_jac = false;
     for (size_t k = 0; k < plan->nlayers; k++)
         any_jac = any_jac || plan->layers[k].has_jacobian;
@@ -318,21 +347,94 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
         printf("\n");
         print_sweep_summary(plan);
     }
+}
+
+/* Whether name ends in "<sep><suffix>" for sep '.' or '_'. */
+static bool named_like(const char *name, const char *suffix)
+{
+    size_t n = strlen(name), m = strlen(suffix);
+    return n > m + 1 && strcmp(name + n - m, suffix) == 0 &&
+           (name[n - m - 1] == '.' || name[n - m - 1] == '_');
+}
+
+/* One warning per layer whose input tensor is named like a companion (a
+ * norm's output, weight, bias or gradient): it is analysed as an input
+ * all the same, which is rarely what was meant. */
+static void warn_companion_inputs(const nc_plan *plan)
+{
+    for (size_t k = 0; k < plan->nlayers; k++) {
+        const nc_plan_layer *l = &plan->layers[k];
+        for (int c = 0; l->x && c < NC_COMP_COUNT; c++)
+            if (named_like(l->x->name, nc_comp_name(c))) {
+                fprintf(stderr, "normcmp: warning: layer '%s': tensor '%s' is named like a "
+                        "norm's %s, not its input; analysed as an input all the same\n",
+                        l->name, l->x->name, nc_comp_name(c));
+                break;
+            }
+    }
+}
+
+/* One line per layer that left tokens out for NaN or infinite values (the
+ * report counts them as nonfinite_tokens). */
+static void note_dropped_tokens(const nc_plan *plan)
+{
+    for (size_t k = 0; k < plan->nlayers; k++) {
+        const nc_input_stats *s = &plan->layers[k].result.stats;
+        if (plan->layers[k].done && s->nonfinite_tokens > 0)
+            fprintf(stderr, "normcmp: layer '%s': %zu of %zu tokens left out: they hold NaN or "
+                    "infinite values (%zu values)\n", plan->layers[k].name, s->nonfinite_tokens,
+                    s->tokens, s->nonfinite_values);
+    }
+}
+
+int cli_execute(const nc_config *cfg, const char *command, const char *config_path, bool quiet)
+{
+    nc_err err = {0};
+    nc_plan *plan = NULL;
+    nc_progress *progress = NULL;
+    run_files *o = calloc(1, sizeof *o);
+    int status = 0;
+
+    if (!o) {
+        nc_err_set(&err, NC_ENOMEM, "out of memory");
+        goto fail;
+    }
+    /* the output folder's set: lock, staging folder; all or nothing */
+    if (nc_plan_open(cfg, &plan, &err) != 0 ||
+        nc_outset_alloc_folder(cfg->output, &o->set, &err) != 0)
+        goto fail;
+    for (size_t k = 0; k < plan->ndumps; k++)
+        if (nc_outset_protect(o->set, nc_dump_path(plan->dumps[k])) != 0)
+            goto nomem;
+    if (config_path && nc_outset_protect(o->set, config_path) != 0)
+        goto nomem;
+    if (!quiet)
+        warn_companion_inputs(plan);
+    progress = nc_progress_alloc(!quiet);
+    if (nc_plan_run(plan, progress, &err) != 0)
+        goto fail;
+    nc_progress_free(progress);
+    progress = NULL;
+    if (!quiet)
+        note_dropped_tokens(plan);
+    if (write_outputs(cfg, plan, command, config_path, quiet, o, &err) != 0)
+        goto fail;
+    print_tables(cfg, plan);
     if (!quiet)
         fprintf(stderr, "normcmp: wrote %s/report.json%s\n", cfg->output,
-                nfiles > (config_path ? 1u : 0u) ? " and figures" : "");
+                o->n > (config_path ? 2u : 1u) ? " and figures" : "");
     goto out;
 nomem:
     nc_err_set(&err, NC_ENOMEM, "out of memory");
 fail:
     nc_progress_free(progress);
-    progress = NULL;
-    nc_outset_abort(set); /* and the folders it created */
+    if (o)
+        nc_outset_abort(o->set); /* and the folders it created */
     status = cli_fail(&err);
 out:
-    free(json);
-    for (size_t k = 0; k < nfiles; k++)
-        free(files[k]);
+    for (size_t k = 0; o && k < o->n; k++)
+        free(o->names[k]);
+    free(o);
     nc_plan_close(plan);
     return status ? status : cli_finish_stdout(0);
 }

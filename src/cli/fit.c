@@ -86,7 +86,9 @@ static const struct option fit_options[] = {
 static const char fit_help[] =
     "usage: normcmp fit FILE... [options]\n"
     "Fits DyT, DyISRU, Derf, the theory curves and an affine map to each layer's\n"
-    "norm output; writes DIR/report.json and prints a summary.\n"
+    "norm output; writes DIR/report.json and prints a summary. A FILE is a .npy or\n"
+    ".safetensors file, or a sharded dump: a folder, its *.safetensors.index.json or\n"
+    "a quoted glob of its shards.\n"
     "\n"
     "  -t, --tensor PATTERN       tensor name or glob (repeatable; default: every '*.input'\n"
     "                             tensor of a safetensors file)\n"
@@ -112,9 +114,11 @@ static const char fit_help[] =
     "      --max-exact-points N   fit raw points up to this many, bins above (default 262144)\n"
     "      --experiment NAME      also run outlier-steps on each layer\n"
     "      --no-jacobian          skip the diagonal-Jacobian comparison\n"
-    "      --probes N             random probe gradients per token, 1..1024 (default 8)\n"
-    "      --dense-tokens N       tokens whose d x d Jacobian is built with OpenBLAS (default:\n"
-    "                             2^26/d^2, at least 1, at most 4096: 4 tokens at d = 4096)\n"
+    "      --probes N             random probe columns per token of the dense Jacobian check,\n"
+    "                             1..1024 (default 8; the backprop errors are exact expectations\n"
+    "                             over probes and do not depend on it: docs/jacobian.md)\n"
+    "      --dense-tokens N       tokens whose d x d Jacobian is checked entry by entry (default:\n"
+    "                             2^24/d^2, at least 1, at most 4096: 1 token at d = 4096)\n"
     "  -q, --quiet                no progress or messages on stderr\n"
     "  -h, --help                 this help\n";
 
@@ -247,26 +251,33 @@ static const char jacobian_help[] =
     "usage: normcmp jacobian FILE... [options]\n"
     "The diagonal-Jacobian comparison of BRIEF.md (\"The gradient derivation\"): the share\n"
     "of each norm's exact Jacobian on its diagonal, the backprop error of keeping only\n"
-    "the diagonal (random probes, and the dump's real gradients when it has them),\n"
+    "the diagonal (exact over Gaussian probes, and the dump's real gradients with\n"
+    "standard errors when it has them), the Gaussian reference values at the layer's d,\n"
     "the radial error, each fitted surrogate's derivative against the diagonal, and\n"
     "the ODE check. Runs the fits too (the surrogates are compared), writes\n"
     "DIR/report.json and prints the Jacobian summary. Takes every option of\n"
     "'normcmp fit' (see 'normcmp fit --help'); the ones specific to it:\n"
     "\n"
-    "      --probes N             random probe gradients per token, 1..1024 (default 8)\n"
-    "      --dense-tokens N       tokens whose d x d Jacobian is built with OpenBLAS\n"
+    "      --probes N             probe columns per token of the dense check (default 8)\n"
+    "      --dense-tokens N       tokens whose d x d Jacobian is checked entry by entry\n"
     "      --grad-output FILE     upstream gradients (.npy; default <prefix>_grad_output.npy)\n";
 
 static const char plot_help[] =
-    "usage: normcmp plot FILE... --figure TYPE[,TYPE...] [options]\n"
+    "usage: normcmp plot FILE... [--figure TYPE[,TYPE...]] [options]\n"
     "Fits each layer and draws paper-style figures into DIR (PNG with metadata, and\n"
     "PDF/SVG on request), beside report.json. Takes every option of 'normcmp fit';\n"
     "the ones specific to it:\n"
     "\n"
-    "      --figure TYPES         scatter, scatter-grid, by-token, by-channel, jacobian,\n"
-    "                             alpha-std, alpha-depth, tanh-family, outlier-steps\n"
-    "                             (comma-separated, repeatable; outlier-steps needs\n"
-    "                             --experiment outlier-steps)\n"
+    "      --figure TYPES         comma-separated, repeatable (default scatter):\n"
+    "                               scatter        input vs output of each layer, with fits\n"
+    "                               scatter-grid   the same, one panel per layer\n"
+    "                               by-token       a few tokens' points in colour\n"
+    "                               by-channel     the top outlier channels in colour\n"
+    "                               jacobian       the exact J_ii and the fits' f'(x)\n"
+    "                               alpha-std      fitted alpha against 1/std across layers\n"
+    "                               alpha-depth    fitted alpha and C against layer index\n"
+    "                               tanh-family    tanh(alpha x) for a few alpha\n"
+    "                               outlier-steps  needs --experiment outlier-steps\n"
     "      --layer PATTERN        only these layers (name or glob; repeatable; default all)\n"
     "      --format LIST          png, pdf, svg (comma-separated; default png)\n"
     "      --size WxH             figure size in inches (default per figure, e.g. 7x5.2)\n"
@@ -424,7 +435,7 @@ static int analysis_option(int c, const char *arg, fit_args *a, nc_config *cfg, 
     uint64_t u;
     switch (c) {
     case OPT_FITS:
-        return nc_fits_parse(arg, cfg->fit, err) ? cli_fail(err) : OPT_DONE;
+        return nc_fits_parse("--fits", arg, cfg->fit, err) ? cli_fail(err) : OPT_DONE;
     case OPT_AMP_DYT:
     case OPT_AMP_DYISRU:
     case OPT_AMP_DERF:
@@ -518,7 +529,7 @@ static int figure_option(int c, const char *arg, fit_args *a, nc_err *err)
             return cli_fail(err);
         return OPT_DONE;
     case OPT_CURVES:
-        return nc_fits_parse(arg, fo->curves, err) ? cli_fail(err) : OPT_DONE;
+        return nc_fits_parse("--curves", arg, fo->curves, err) ? cli_fail(err) : OPT_DONE;
     case OPT_LEGEND:
         if (!nc_fig_legend_parse(arg, &fo->legend))
             return cli_usage_error(a->cmd, "--legend: expected auto, none, outside, upper-left, "
@@ -537,7 +548,9 @@ static int parse_fit_options(int argc, char **argv, fit_args *a, nc_config *cfg,
 {
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "t:n:e:o:qh", fit_options, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "t:n:e:o:qh", fit_options, a->cmd)) != -1) {
+        if (c == CLI_OPT_ERROR)
+            return 2;
         int st = parse_override(c, optarg, &a->ov, err);
         if (st < 0)
             return cli_fail(err);
@@ -571,7 +584,13 @@ static int check_fit_args(int nfiles, fit_args *a, nc_config *cfg, nc_err *err)
         return cli_usage_error(a->cmd, "expected at least one input FILE");
     if (a->mode == MODE_PLOT) {
         if (fo->nkinds == 0)
-            return cli_usage_error(a->cmd, "expected --figure TYPE");
+            a->fo.kinds[a->fo.nkinds++] = NC_FIG_SCATTER; /* the default figure */
+        double wpx, hpx;
+        if (fo->w > 0 && !nc_fig_pixels_ok(fo->w, fo->h, fo->dpi, &wpx, &hpx))
+            return cli_usage_error(a->cmd, "--size %gx%g at --dpi %g makes %.0f x %.0f pixels "
+                                   "(expected %d to %d a side)", fo->w, fo->h,
+                                   fo->dpi > 0 ? fo->dpi : NC_FIG_DEFAULT_DPI, wpx, hpx,
+                                   NC_FIG_MIN_SIDE_PX, NC_FIG_MAX_SIDE_PX);
         if (!fo->jacobian_off)
             cfg->jacobian.enabled = false;
         if (add_figures(cfg, fo, err) != 0)
@@ -678,6 +697,23 @@ static const struct option run_options[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* A data file given where a config belongs: its kind (by its first
+ * bytes: the npy magic, or safetensors' header length and '{'), or NULL. */
+static const char *data_file_kind(const char *path)
+{
+    unsigned char b[9];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (n >= 6 && memcmp(b, "\x93NUMPY", 6) == 0)
+        return "an .npy";
+    if (n == 9 && b[8] == '{' && b[7] == 0 && b[6] == 0 && b[5] == 0)
+        return "a .safetensors";
+    return NULL;
+}
+
 static int run_main(int argc, char **argv, bool sweep_mode)
 {
     const char *cmd = sweep_mode ? "sweep" : "run";
@@ -687,7 +723,9 @@ static int run_main(int argc, char **argv, bool sweep_mode)
     int status = 0, c;
     size_t shard_k = 0, shard_n = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:qh", run_options, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "o:qh", run_options, cmd)) != -1) {
+        if (c == CLI_OPT_ERROR)
+            return 2;
         if (c == OPT_SHARD) {
             if (cli_parse_shard(optarg, &shard_k, &shard_n, &err) != 0)
                 goto fail;
@@ -709,6 +747,14 @@ static int run_main(int argc, char **argv, bool sweep_mode)
     if (argc - optind != 1)
         return cli_usage_error(cmd, "expected one CONFIG.json");
     const char *path = argv[optind];
+    const char *kind = data_file_kind(path);
+    if (kind) {
+        char *quoted = cli_command_line(1, (char **)&path);
+        cli_usage_error(cmd, "%s is %s file, not a config; to analyse it: normcmp fit %s", path,
+                        kind, quoted ? quoted : path);
+        free(quoted);
+        return 2;
+    }
     if (nc_config_load(path, &cfg, &err) != 0)
         goto fail;
     if (sweep_mode && !cfg->sweep.enabled) {

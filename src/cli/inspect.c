@@ -68,7 +68,9 @@ int cli_inspect(int argc, char **argv)
     static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "h", opts, "inspect")) != -1) {
+        if (c == CLI_OPT_ERROR)
+            return 2;
         if (c == 'h') {
             fputs(help, stdout);
             return cli_finish_stdout(0);

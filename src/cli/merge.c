@@ -547,8 +547,10 @@ int cli_merge(int argc, char **argv)
     bool quiet = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
-        if (c == 'q') {
+    while ((c = cli_getopt(argc, argv, "qh", opts, "merge")) != -1) {
+        if (c == CLI_OPT_ERROR) {
+            return 2;
+        } else if (c == 'q') {
             quiet = true;
         } else if (c == 'h') {
             fputs(merge_help, stdout);

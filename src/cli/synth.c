@@ -211,9 +211,9 @@ static int parse_args(int argc, char **argv, synth_opts *o, nc_err *err)
                       .norm = NC_LAYERNORM, .rng = NC_SYNTH_RNG_NORMCMP};
     int c, st;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:p:n:e:h", long_opts, NULL)) != -1)
-        if ((st = parse_opt(c, o, err)) >= 0)
-            return st;
+    while ((c = cli_getopt(argc, argv, "o:p:n:e:h", long_opts, "synth")) != -1)
+        if (c == CLI_OPT_ERROR || (st = parse_opt(c, o, err)) >= 0)
+            return c == CLI_OPT_ERROR ? 2 : st;
     if (optind != argc)
         return cli_usage_error("synth", "unexpected argument '%s'", argv[optind]);
     if (!o->out)
@@ -228,6 +228,10 @@ static int parse_args(int argc, char **argv, synth_opts *o, nc_err *err)
 
     o->all = strcmp(o->preset, "all") == 0;
     o->steps = strcmp(o->preset, "outlier-steps") == 0;
+    if (!o->all && !o->steps && strcmp(o->preset, "early") && strcmp(o->preset, "middle") &&
+        strcmp(o->preset, "late"))
+        return cli_usage_error("synth", "--preset: expected early, middle, late, all or "
+                               "outlier-steps, got '%s'", o->preset);
     if (o->all && o->npy)
         return cli_usage_error("synth", "--preset all writes three layers: use a .safetensors "
                                "output");

@@ -512,8 +512,10 @@ int nc_config_load(const char *path, nc_config **out, nc_err *err)
         int e = errno;
         if (fd >= 0)
             close(fd);
-        return nc_err_set_errno(err, e == ENOENT || e == EACCES || e == EISDIR ? NC_EINVAL : NC_EIO,
-                                e, "%s: cannot open config file", path);
+        bool user = e == ENOENT || e == EACCES || e == EISDIR || e == ELOOP || e == ENOTDIR ||
+                    e == ENAMETOOLONG;
+        return nc_err_set_errno(err, user ? NC_EINVAL : NC_EIO, e,
+                                "%s: cannot open config file", path);
     }
     struct stat st;
     if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {

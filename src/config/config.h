@@ -123,7 +123,8 @@ nc_norm_kind nc_config_layer_norm(const nc_config *cfg, const nc_config_layer *l
  * "auto" or a positive number). */
 bool nc_amp_parse(const char *s, nc_amp *amp);
 
-/* Parses a comma-separated list of fit names into fit[] (all false first). */
-int nc_fits_parse(const char *list, bool fit[NC_FIT_COUNT], nc_err *err);
+/* Parses a comma-separated list of fit names into fit[] (all false first);
+ * flag ("--fits", "--curves") names the option in messages. */
+int nc_fits_parse(const char *flag, const char *list, bool fit[NC_FIT_COUNT], nc_err *err);
 
 #endif

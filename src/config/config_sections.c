@@ -122,6 +122,26 @@ int nc_config_parse_jacobian(walker *w, const cJSON *obj, nc_config *cfg)
     return 0;
 }
 
+/* A given width or height at the figure's dpi must make an allowed number
+ * of pixels (plot/figure.c refuses others, but only after the analysis). */
+static int check_pixels(walker *w, const char *path, const nc_fig_spec *f)
+{
+    const double side[2] = {f->width_in, f->height_in};
+    const char *key[2] = {"width", "height"};
+    for (int k = 0; k < 2; k++) {
+        double px, unused;
+        if (side[k] > 0 && !nc_fig_pixels_ok(side[k], side[k], f->dpi, &px, &unused)) {
+            char p[PATH_MAX_LEN], what[160];
+            nc_config_child_path(p, path, key[k]);
+            snprintf(what, sizeof what, "%d to %d pixels at dpi %g (got %g in = %.0f pixels)",
+                     NC_FIG_MIN_SIDE_PX, NC_FIG_MAX_SIDE_PX,
+                     f->dpi > 0 ? f->dpi : NC_FIG_DEFAULT_DPI, side[k], px);
+            return bad(w, p, what);
+        }
+    }
+    return 0;
+}
+
 int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_fig_spec *f)
 {
     static const char *const keys[] = {"type", "layers", "format", "width", "height", "dpi",
@@ -157,7 +177,8 @@ int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_fig_spec *f)
     }
     if ((rc = nc_config_get_number(w, obj, "width", path, 0.5, 100, &f->width_in, NULL)) ||
         (rc = nc_config_get_number(w, obj, "height", path, 0.5, 100, &f->height_in, NULL)) ||
-        (rc = nc_config_get_number(w, obj, "dpi", path, 10, 2400, &f->dpi, NULL)))
+        (rc = nc_config_get_number(w, obj, "dpi", path, 10, 2400, &f->dpi, NULL)) ||
+        (rc = check_pixels(w, path, f)))
         return rc;
     if ((v = cJSON_GetObjectItemCaseSensitive(obj, "curves"))) {
         nc_config_child_path(p, path, "curves");

@@ -3,6 +3,7 @@
  */
 #include "config/figspec.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,4 +88,14 @@ void nc_fig_spec_clear(nc_fig_spec *spec)
     free(spec->layers);
     free(spec->name);
     memset(spec, 0, sizeof *spec);
+}
+
+bool nc_fig_pixels_ok(double w_in, double h_in, double dpi, double *wpx, double *hpx)
+{
+    if (!(dpi > 0))
+        dpi = NC_FIG_DEFAULT_DPI;
+    *wpx = round(w_in * dpi);
+    *hpx = round(h_in * dpi);
+    return *wpx >= NC_FIG_MIN_SIDE_PX && *hpx >= NC_FIG_MIN_SIDE_PX &&
+           *wpx <= NC_FIG_MAX_SIDE_PX && *hpx <= NC_FIG_MAX_SIDE_PX;
 }

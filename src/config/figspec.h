@@ -44,6 +44,16 @@ bool nc_fig_formats_parse(const char *s, unsigned *formats);
 
 #define NC_FIG_MAX_ALPHAS 8
 
+/* A figure's pixels a side (plot/figure.c refuses others) and the PNG
+ * resolution when none is given. */
+#define NC_FIG_MIN_SIDE_PX 16
+#define NC_FIG_MAX_SIDE_PX 20000
+#define NC_FIG_DEFAULT_DPI 150
+
+/* Whether w_in x h_in inches at dpi (0: the default) make an allowed
+ * number of pixels a side; the pixels into *wpx, *hpx. */
+bool nc_fig_pixels_ok(double w_in, double h_in, double dpi, double *wpx, double *hpx);
+
 typedef struct nc_fig_spec {
     nc_fig_kind kind;
     char **layers;           /* layer names or globs (owned); none: every layer */

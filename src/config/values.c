@@ -49,7 +49,7 @@ void nc_config_fit_names(char *buf, size_t cap)
     }
 }
 
-int nc_fits_parse(const char *list, bool fit[NC_FIT_COUNT], nc_err *err)
+int nc_fits_parse(const char *flag, const char *list, bool fit[NC_FIT_COUNT], nc_err *err)
 {
     for (int k = 0; k < NC_FIT_COUNT; k++)
         fit[k] = false;
@@ -59,15 +59,16 @@ int nc_fits_parse(const char *list, bool fit[NC_FIT_COUNT], nc_err *err)
         size_t n = e ? (size_t)(e - p) : strlen(p);
         char name[64];
         if (n == 0 || n >= sizeof name)
-            return nc_err_set(err, NC_EINVAL, "--fits: empty or overlong name in '%s'", list);
+            return nc_err_set(err, NC_EINVAL, "%s: empty or overlong name in '%s'", flag,
+                              list);
         memcpy(name, p, n);
         name[n] = '\0';
         const nc_surrogate *s = nc_surrogate_find(name);
         if (!s) {
             char names[256];
             nc_config_fit_names(names, sizeof names);
-            return nc_err_set(err, NC_EINVAL, "--fits: unknown fit '%s' (expected some of: %s)",
-                              name, names);
+            return nc_err_set(err, NC_EINVAL, "%s: unknown fit '%s' (expected some of: %s)",
+                              flag, name, names);
         }
         fit[s->id] = true;
         p += n + (e ? 1 : 0);

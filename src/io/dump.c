@@ -24,8 +24,10 @@
 enum kind { KIND_NPY, KIND_SAFETENSORS, KIND_MEMORY, KIND_SHARDS };
 
 /* Live mappings, for nc_dump_fault_path (a signal handler cannot take a
- * lock or follow the dumps' lists). Written before being marked used. */
-#define MAPS_TRACKED 256
+ * lock or follow the dumps' lists). Written before being marked used.
+ * Room for a model dumped one shard per module (a 70B model has 161 norm
+ * sites); only the entries used are ever touched. */
+#define MAPS_TRACKED 4096
 static struct {
     const unsigned char *start;
     size_t len;

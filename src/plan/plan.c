@@ -206,6 +206,75 @@ static int st_companions(nc_plan *plan, nc_dump *d, nc_plan_layer *l, const nc_c
     return 0;
 }
 
+/* Whether a --tensor / "tensor" pattern selects tensor name: matched
+ * against the name, or, for a layer input "<module>.input", against the
+ * module name as the summary table prints it ("blocks.*.ln1"). */
+static bool tensor_selected(const char *pattern, const char *name)
+{
+    if (nc_glob_match(pattern, name))
+        return true;
+    size_t n = strlen(name);
+    if (n <= 6 || strcmp(name + n - 6, ".input") != 0 || n - 6 >= 1024)
+        return false;
+    char module[1024];
+    snprintf(module, sizeof module, "%.*s", (int)(n - 6), name);
+    return nc_glob_match(pattern, module);
+}
+
+/* A pattern such as "ea*" selects "early.input" and also its companions
+ * "early.output", "early.weight", ...: those are the layer's companions,
+ * not layers of their own. Drops every selected "<m>.<companion>" whose
+ * "<m>.input" is selected too; keeps the order of the rest. */
+static void drop_companions(const nc_tensor **sel, size_t *nsel)
+{
+    size_t kept = 0;
+    for (size_t k = 0; k < *nsel; k++) {
+        const char *name = sel[k]->name;
+        bool companion = false;
+        for (int c = 0; c < NC_COMP_COUNT && !companion; c++) {
+            size_t n = strlen(name), cn = strlen(nc_comp_name(c));
+            if (n <= cn + 1 || name[n - cn - 1] != '.' || strcmp(name + n - cn, nc_comp_name(c)))
+                continue;
+            for (size_t q = 0; q < *nsel && !companion; q++) {
+                const char *o = sel[q]->name;
+                companion = strncmp(o, name, n - cn) == 0 && strcmp(o + n - cn, "input") == 0;
+            }
+        }
+        if (!companion)
+            sel[kept++] = sel[k];
+    }
+    *nsel = kept;
+}
+
+/* Some names a pattern could have meant, for the message when it matches
+ * nothing: the file's layer (module) names, else its tensor names, the
+ * first few and how many more. */
+static void name_examples(nc_dump *d, char *buf, size_t cap)
+{
+    size_t used = 0, shown = 0, total = 0;
+    bool inputs = false;
+    for (size_t k = 0; k < nc_dump_count(d) && !inputs; k++)
+        inputs = tensor_selected("*.input", nc_dump_tensor(d, k)->name);
+    buf[0] = '\0';
+    for (size_t k = 0; k < nc_dump_count(d); k++) {
+        const char *name = nc_dump_tensor(d, k)->name;
+        size_t n = strlen(name);
+        if (inputs && !nc_glob_match("*.input", name))
+            continue;
+        total++;
+        if (shown == 4)
+            continue;
+        int w = snprintf(buf + used, cap - used, "%s%.*s", shown ? ", " : "",
+                         (int)(inputs ? n - 6 : n), name);
+        if (w < 0 || (size_t)w >= cap - used)
+            break;
+        used += (size_t)w;
+        shown++;
+    }
+    if (total > shown)
+        snprintf(buf + used, cap - used, " and %zu more", total - shown);
+}
+
 /* The tensors a file-backed config layer selects. */
 static int open_file_layer(nc_plan *plan, const nc_config_layer *cl, size_t cfg_index,
                            nc_err *err)
@@ -240,17 +309,22 @@ static int open_file_layer(nc_plan *plan, const nc_config_layer *cl, size_t cfg_
                 bool dup = false;
                 for (size_t q = 0; q < nsel; q++)
                     dup = dup || sel[q] == t;
-                if (!dup && nc_glob_match(cl->tensors[j], t->name))
+                if (!dup && tensor_selected(cl->tensors[j], t->name))
                     sel[nsel++] = t;
             }
             if (nsel == before) {
+                char names[512];
+                name_examples(d, names, sizeof names);
                 free(sel);
                 return nc_err_set(err, NC_EINVAL, "%s: tensor pattern '%s' matches no tensor "
-                                  "(layers[%zu].tensor; `normcmp inspect %s` lists them)",
-                                  cl->file, cl->tensors[j], cfg_index, cl->file);
+                                  "(layers[%zu].tensor; layers in the file: %s; `normcmp "
+                                  "inspect %s` lists every tensor)", cl->file, cl->tensors[j],
+                                  cfg_index, names, cl->file);
             }
         }
     }
+    if (!npy)
+        drop_companions(sel, &nsel);
     if (cl->label && nsel > 1) {
         free(sel);
         return nc_err_set(err, NC_EINVAL, "%s: layers[%zu].label: one label for %zu tensors "
@@ -408,8 +482,9 @@ static int run_sweeps(const nc_config *cfg, nc_plan_layer *l, nc_err *err)
         if (is_auto) {
             /* a log grid spanning the theory and fitted values, a decade (alpha)
              * or two (C) beyond each */
-            double th = p == NC_SWEEP_ALPHA ? 1.0 / (r->stats.rho * sqrt((double)r->d))
-                                            : (double)r->d * r->stats.rho * r->stats.rho;
+            double th = p == NC_SWEEP_ALPHA
+                            ? nc_dyt_theory_params(r->norm, r->stats.rho, r->d).p[0]
+                            : nc_dyisru_theory_params(r->norm, r->stats.rho, r->d).p[0];
             const nc_fit_result *f = &r->fits[p == NC_SWEEP_ALPHA ? NC_FIT_DYT : NC_FIT_DYISRU];
             double fit = f->ok ? f->params.p[0] : th;
             double lo = fmin(th, fit), hi = fmax(th, fit), span = p == NC_SWEEP_ALPHA ? 10 : 100;

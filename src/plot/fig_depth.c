@@ -48,7 +48,8 @@ static bool run_fit_line(const nc_plan *plan, double *A, double *b)
 }
 
 /* alpha-std: per layer, the fitted alpha (circle) and the theory value
- * 1/(rho sqrt d) (cross) at 1/std(x), named by the layer; per model the
+ * (nc_dyt_theory_params: 1/(rho sqrt d), LayerNorm sqrt(d-1)/(d rho)) (cross)
+ * at 1/std(x), named by the layer; per model the
  * line alpha = (1/std)/sqrt(d); and the line alpha = 1/std. */
 int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_t nsel,
                            nc_panel *p, nc_err *err)
@@ -65,14 +66,14 @@ int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_
         const nc_layer_result *r = &pl->result;
         const nc_fit_result *f = &r->fits[NC_FIT_DYT];
         double ix = 1.0 / r->stats.std, al = f->ok ? f->params.p[0] : NAN;
-        double th = 1.0 / (r->stats.rho * sqrt((double)r->d));
+        double th = nc_dyt_theory_params(r->norm, r->stats.rho, r->d).p[0];
         if (!(al > 0 && isfinite(al) && ix > 0 && isfinite(ix)))
             continue;
         nc_rgb col = nc_cat_color((int)model_of(r->d, ds, &nd));
         m[nm++] = (nc_mark){ix, al, col, NC_MARKER_CIRCLE, 6, "fitted \xce\xb1 (DyT)"};
         if (th > 0 && isfinite(th)) {
             m[nm++] = (nc_mark){ix, th, col, NC_MARKER_CROSS, 6,
-                                "theory 1/(\xcf\x81\xe2\x88\x9a" "d)"};
+                                "theory \xce\xb1"};
             ylo = fmin(ylo, th);
             yhi = fmax(yhi, th);
         }

@@ -189,7 +189,7 @@ bool nc_fig_jacobian_panel(job *j, const nc_plan_layer *pl, nc_panel *p)
     p->density_label = "exact J\xe1\xb5\xa2\xe1\xb5\xa2";
     if (pl->has_jacobian)
         p->note = nc_fig_jprintf(j, "diagonal share %.4f, backprop error %.3f",
-                                 pl->jacobian.diag_frobenius_share, pl->jacobian.backprop.median);
+                                 pl->jacobian.diag_frobenius_share, pl->jacobian.backprop.err);
     nc_curve *c = nc_fig_jalloc(j, MAX_FIG_CURVES * sizeof *c);
     if (!c)
         return false;

@@ -47,7 +47,7 @@
 /* Validation                                                          */
 /* ------------------------------------------------------------------ */
 
-#define MAX_SIDE_PX 20000
+#define MAX_SIDE_PX NC_FIG_MAX_SIDE_PX
 
 static int check_axis(size_t k, char name, double lo, double hi, bool log, nc_err *err)
 {

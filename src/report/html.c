@@ -139,7 +139,7 @@ static const struct col {
     {"diag_share", "diag share", "jacobian.diag_frobenius_share",
      "share of the Jacobian's squared Frobenius norm on its diagonal"},
     {"bp_dyt", "DyT bp err", "jacobian.surrogates.dyt.backprop_rel_err",
-     "relative backprop error of DyT's derivative as the Jacobian (mean)"},
+     "relative backprop error of DyT's derivative as the Jacobian (exact RMS over Gaussian probes)"},
 };
 #define NCOLS (sizeof cols / sizeof cols[0])
 

@@ -259,6 +259,29 @@ static void add_stats(builder *b, cJSON *lo, const nc_layer_result *r)
     }
 }
 
+/* docs/theory.md: the fit's own numbers are the curve with one scale for
+ * the layer (rho, in x); per_token_scale the same curve with each token's
+ * own scale (and centre, for LayerNorm). */
+static void add_theory_token(builder *b, cJSON *o, const nc_layer_result *r, int k)
+{
+    num(b, o, "rho", r->stats.rho);
+    str(b, o, "variable", "x");
+    const nc_theory_token *tt = &r->theory_token[k];
+    if (!tt->ok)
+        return;
+    cJSON *t = obj(b, o, "per_token_scale");
+    str(b, t, "scale", r->norm == NC_LAYERNORM ? "s_t" : "r_t");
+    str(b, t, "variable", r->norm == NC_LAYERNORM ? "x - mu_t" : "x");
+    num(b, t, "rmse", tt->rmse);
+    num(b, t, "r2", tt->r2);
+    num(b, t, "max_abs_err", tt->max_abs_err);
+    num(b, t, "mean_abs_err", tt->mean_abs_err);
+    num(b, t, "sse", tt->sse);
+    num(b, t, "r2_lost_to_one_scale",
+        tt->r2 - r->fits[k ? NC_FIT_DYISRU_THEORY : NC_FIT_DYT_THEORY].r2);
+    ensure_status(b, t, "R^2 undefined: the output has no variance");
+}
+
 static void add_fit(builder *b, cJSON *fits, const nc_layer_result *r, int id)
 {
     const nc_fit_result *f = &r->fits[id];
@@ -277,12 +300,14 @@ static void add_fit(builder *b, cJSON *fits, const nc_layer_result *r, int id)
         bool fixed = s->theory || id == NC_FIT_DYISRU || f->amp_fixed;
         boolean(b, a, "fixed", fixed);
         if (s->theory)
-            str(b, a, "rule", "sqrt(d)");
+            str(b, a, "rule", r->norm == NC_LAYERNORM && r->d >= 2 ? "sqrt(d-1)" : "sqrt(d)");
         else
             str(b, a, "rule", fixed ? nc_amp_rule_name(f->amp_rule) : "free");
         if (fixed)
-            num(b, a, "value", s->theory ? sqrt((double)r->d) : f->amp);
+            num(b, a, "value", s->theory ? nc_theory_amp(r->norm, r->d) : f->amp);
     }
+    if (s->theory)
+        add_theory_token(b, o, r, id == NC_FIT_DYT_THEORY ? 0 : 1);
     if (id == NC_FIT_DYT_PER_CHANNEL && f->params.pc) {
         num_array(b, o, "gamma", f->params.pc, r->d);
         num_array(b, o, "beta", f->params.pc + r->d, r->d);
@@ -301,13 +326,13 @@ static void add_fit(builder *b, cJSON *fits, const nc_layer_result *r, int id)
     if (id == NC_FIT_DYT || id == NC_FIT_DYT_PER_CHANNEL || id == NC_FIT_DYT_THEORY) {
         /* the quantities of the DyT paper's alpha-vs-1/std observation */
         const nc_input_stats *st = &r->stats;
-        double alpha = f->params.p[0], sd = sqrt((double)r->d);
+        double alpha = f->params.p[0];
         num(b, o, "alpha_times_std", alpha * st->std);
         num(b, o, "alpha_times_rho", alpha * st->rho);
         if (id != NC_FIT_DYT_PER_CHANNEL)
             num(b, o, "slope_at_origin", alpha * f->params.p[1]);
         num(b, o, "inv_std", 1.0 / st->std);
-        num(b, o, "theory_alpha", 1.0 / (st->rho * sd));
+        num(b, o, "theory_alpha", nc_dyt_theory_params(r->norm, st->rho, r->d).p[0]);
     }
     if (id == NC_FIT_DYT) {
         cJSON *sat = obj(b, o, "saturation");
@@ -362,24 +387,99 @@ static void add_outlier_steps(builder *b, cJSON *lo, const nc_outlier_steps *os)
         add_outlier_spread(b, o, &os->spread);
 }
 
+/* A backprop error over tokens (jacobian.h nc_jac_summary; docs/jacobian.md) */
 static void add_summary(builder *b, cJSON *o, const char *key, const nc_jac_summary *s)
 {
     cJSON *q = obj(b, o, key);
+    num(b, q, "err", s->err);
+    num(b, q, "err_se", s->err_se);
+    boolean(b, q, "exact", s->exact);
     num(b, q, "mean", s->mean);
+    num(b, q, "mean_se", s->mean_se);
     num(b, q, "median", s->median);
+    num(b, q, "median_se", s->median_se);
     num(b, q, "p95", s->p95);
     num(b, q, "tokens", (double)s->n);
     num(b, q, "infinite", (double)s->n_inf);
+    ensure_status(b, q, s->n == 0 ? "no token to summarise"
+                      : s->n_inf ? "some tokens' ratios are infinite (J^T g = 0): no mean "
+                                   "and standard errors"
+                                 : "one token: no standard error");
 }
 
-/* BRIEF.md "The gradient derivation": what the diagonal keeps and loses. */
+/* A ranking of the surrogates by a backprop error, best first */
+static void add_ranking(builder *b, cJSON *o, const char *key, const nc_jac_rank *r, int n)
+{
+    cJSON *a = cJSON_AddArrayToObject(o, key);
+    if (!a) {
+        b->ok = false;
+        return;
+    }
+    for (int k = 0; k < n; k++) {
+        cJSON *e = cJSON_CreateObject();
+        if (!e || !cJSON_AddItemToArray(a, e)) {
+            cJSON_Delete(e);
+            b->ok = false;
+            return;
+        }
+        str(b, e, "surrogate", nc_surrogate_get((nc_fit_id)r[k].id)->name);
+        num(b, e, "err", r[k].err);
+        num(b, e, "err_se", r[k].se);
+        num(b, e, "gap_se", r[k].gap_se);
+        boolean(b, e, "tie_with_previous", r[k].tie);
+        ensure_status(b, e, "undefined: the exact Jacobian is zero");
+    }
+}
+
+/* The Gaussian reference values at the layer's d */
+static void add_gauss_ref(builder *b, cJSON *o, const nc_jac_result *j)
+{
+    cJSON *g = obj(b, o, "gaussian_reference");
+    num(b, g, "d", (double)j->d);
+    num(b, g, "diag_frobenius_share", j->gauss.diag_frobenius_share);
+    num(b, g, "offdiag_frobenius_share", j->gauss.offdiag_frobenius_share);
+    num(b, g, "backprop_rel_err", j->gauss.offdiag_frobenius_share);
+    num(b, g, "radial_retention", j->gauss.radial_retention);
+    if (j->norm == NC_LAYERNORM)
+        num(b, g, "ones_retention", j->gauss.ones_retention);
+    ensure_status(b, g, "undefined for d < 3 (LayerNorm) or d < 2 (RMSNorm)");
+}
+
+/* The dense check and the timing */
+static void add_dense(builder *b, cJSON *o, const nc_jac_result *j)
+{
+    cJSON *dc = obj(b, o, "dense_check");
+    str(b, dc, "status", j->dense_status);
+    num(b, dc, "tokens", (double)j->tokens_materialised);
+    if (j->dense_ran) {
+        num(b, dc, "columns", (double)j->dense_columns);
+        num(b, dc, "max_rel_diff", j->dense_max_rel_diff);
+        num(b, dc, "tol", j->dense_tol);
+        num(b, dc, "frob_max_rel_diff", j->dense_frob_max_rel_diff);
+        num(b, dc, "offdiag_max_rel_diff", j->dense_off_max_rel_diff);
+        num(b, dc, "frob_tol", j->dense_frob_tol);
+    }
+    cJSON *t = obj(b, o, "timing");
+    num(b, t, "analytic_s", j->time_analytic_s);
+    num(b, t, "summaries_s", j->time_stats_s);
+    num(b, t, "dense_s", j->time_dense_s);
+    if (j->dense_ran && j->time_dense_s > 0)
+        num(b, t, "dense_gflops", j->dense_flops / j->time_dense_s / 1e9);
+    num(b, t, "ode_s", j->time_ode_s);
+}
+
+/* BRIEF.md "The gradient derivation": what the diagonal keeps and loses;
+ * docs/jacobian.md defines every field. */
 static void add_jacobian(builder *b, cJSON *lo, const nc_jac_result *j)
 {
     cJSON *o = obj(b, lo, "jacobian");
     num(b, o, "diag_frobenius_share", j->diag_frobenius_share);
-    add_summary(b, o, "backprop_rel_err", &j->backprop);
+    num(b, o, "offdiag_frobenius_share", j->offdiag_frobenius_share);
+    num(b, o, "backprop_rel_err", j->backprop.err);
+    num(b, o, "backprop_rel_err_se", j->backprop.err_se);
+    add_summary(b, o, "backprop", &j->backprop);
     if (j->has_real) {
-        add_summary(b, o, "backprop_rel_err_real", &j->backprop_real);
+        add_summary(b, o, "backprop_real", &j->backprop_real);
         boolean(b, o, "real_weighted", j->real_weighted);
         num(b, o, "real_zero_tokens", (double)j->real_zero_tokens);
         num(b, o, "real_nonfinite_tokens", (double)j->real_nonfinite_tokens);
@@ -387,6 +487,7 @@ static void add_jacobian(builder *b, cJSON *lo, const nc_jac_result *j)
     num(b, o, "radial_retention", j->radial_retention);
     if (j->norm == NC_LAYERNORM)
         num(b, o, "ones_retention", j->ones_retention);
+    add_gauss_ref(b, o, j);
     cJSON *sur = obj(b, o, "surrogates");
     for (int k = 0; k < NC_FIT_COUNT; k++) {
         const nc_jac_surrogate *s = &j->surr[k];
@@ -394,14 +495,24 @@ static void add_jacobian(builder *b, cJSON *lo, const nc_jac_result *j)
             continue;
         cJSON *so = obj(b, sur, nc_surrogate_get((nc_fit_id)k)->name);
         num(b, so, "diag_rmse", s->diag_rmse);
+        num(b, so, "diag_rmse_rel", s->diag_rmse_rel);
         num(b, so, "diag_max_err", s->diag_max_err);
-        num(b, so, "backprop_rel_err", s->backprop.mean);
-        num(b, so, "backprop_rel_err_median", s->backprop.median);
-        if (j->has_real)
-            add_summary(b, so, "backprop_rel_err_real", &s->backprop_real);
+        num(b, so, "diag_max_err_rel", s->diag_max_err_rel);
+        num(b, so, "backprop_rel_err", s->backprop.err);
+        num(b, so, "backprop_rel_err_se", s->backprop.err_se);
+        add_summary(b, so, "backprop", &s->backprop);
+        if (j->has_real) {
+            num(b, so, "backprop_real_rel_err", s->backprop_real.err);
+            num(b, so, "backprop_real_rel_err_se", s->backprop_real.err_se);
+            add_summary(b, so, "backprop_real", &s->backprop_real);
+        }
         ensure_status(b, so, "undefined where the exact Jacobian is zero (d = 1 LayerNorm, "
                              "or constant outputs)");
     }
+    cJSON *rk = obj(b, o, "ranking");
+    add_ranking(b, rk, "backprop", j->rank, j->nranked);
+    if (j->has_real)
+        add_ranking(b, rk, "backprop_real", j->rank_real, j->nranked);
     cJSON *ode = obj(b, o, "ode_check");
     num(b, ode, "ode1_max_dev", j->ode.ode1_max_dev);
     num(b, ode, "ode2_max_dev", j->ode.ode2_max_dev);
@@ -413,19 +524,10 @@ static void add_jacobian(builder *b, cJSON *lo, const nc_jac_result *j)
     num(b, o, "probes", (double)j->probes);
     num(b, o, "seed", (double)j->seed);
     num(b, o, "tokens", (double)j->tokens);
-    num(b, o, "tokens_materialised", (double)j->tokens_materialised);
-    num(b, o, "dense_max_rel_diff", j->dense_max_rel_diff);
-    num(b, o, "dense_frob_max_rel_diff", j->dense_frob_max_rel_diff);
-    str(b, o, "dense_status", j->dense_status);
-    ensure_status(b, o, "ratios undefined: the exact Jacobian is zero (d = 1 LayerNorm, or "
-                        "constant outputs)");
-    cJSON *t = obj(b, o, "timing");
-    num(b, t, "analytic_s", j->time_analytic_s);
-    num(b, t, "dense_s", j->time_dense_s);
-    num(b, t, "dense_gemm_s", j->time_dense_gemm_s);
-    num(b, t, "dense_gflops", j->time_dense_gemm_s > 0 ? j->dense_flops / j->time_dense_gemm_s / 1e9
-                                                     : NAN);
-    num(b, t, "ode_s", j->time_ode_s);
+    add_dense(b, o, j);
+    ensure_status(b, o, j->tokens == 0 ? "undefined: no token with an output"
+                                       : "ratios undefined: the exact Jacobian is zero (d = 1 "
+                                         "LayerNorm, or constant outputs)");
 }
 
 static void add_sweep(builder *b, cJSON *sweeps, const nc_sweep_result *s)
@@ -447,7 +549,9 @@ static void add_sweep(builder *b, cJSON *sweeps, const nc_sweep_result *s)
     num(b, mn, "jacobian", s->min_jac);
     num(b, o, "fitted", s->fitted);
     num(b, o, "theory", s->theory);
-    str(b, o, "theory_definition", alpha ? "1/(rho*sqrt(d))" : "d*rho^2");
+    str(b, o, "theory_definition",
+        alpha ? "A/(d*rho), A = sqrt(d) (RMSNorm) or sqrt(d-1) (LayerNorm)"
+              : "(d*rho/A)^2, A = sqrt(d) (RMSNorm) or sqrt(d-1) (LayerNorm)");
     num_array(b, o, "grid", s->grid, s->n);
     num_array(b, o, "rmse_refit", s->rmse_refit, s->n);
     num_array(b, o, alpha ? "gamma_refit" : "scale_refit", s->amp_refit, s->n);

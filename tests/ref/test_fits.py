@@ -122,10 +122,35 @@ def check_layer(rep_layer, x, y, scale, norm, eps, label, tol_par=1e-6):
         C.rel(coef[0], g[i], 1e-8, f"{label} dyt_per_channel gamma[{i}]")
         C.abs(coef[1], b[i], 1e-8, f"{label} dyt_per_channel beta[{i}]")
 
-    # theory curves: no free parameter
+    # theory curves: no free parameter (docs/theory.md). Amplitude A = sqrt(d)
+    # (RMSNorm) or sqrt(d - 1) (LayerNorm); DyT alpha = A / (d rho) and
+    # DyISRU C = (d rho / A)^2, rho one scale for the layer (the mean token
+    # scale) or each token's own
     rho = scale.mean()
-    C.rel(1 / (rho * math.sqrt(d)), fits["dyt_theory"]["alpha"], 1e-12, f"{label} theory alpha")
-    C.rel(d * rho * rho, fits["dyisru_theory"]["C"], 1e-12, f"{label} theory C")
+    A = math.sqrt(d - 1.0) if norm == "layernorm" else math.sqrt(d)
+    C.rel(A / (d * rho), fits["dyt_theory"]["alpha"], 1e-12, f"{label} theory alpha")
+    C.rel(A, fits["dyt_theory"]["gamma"], 1e-15, f"{label} theory gamma")
+    C.rel((d * rho / A) ** 2, fits["dyisru_theory"]["C"], 1e-12, f"{label} theory C")
+    C.rel(A, fits["dyisru_theory"]["scale"], 1e-15, f"{label} theory scale")
+    C.rel(A, fits["dyt_theory"]["amplitude"]["value"], 1e-15, f"{label} theory amplitude")
+    # with each token's own scale s_t (r_t), in u = x - mu_t (LayerNorm) or x
+    s_t = scale.reshape(N, 1)
+    u = x - x.mean(axis=1, keepdims=True) if norm == "layernorm" else x
+    sst_tok = float(np.sum((ys - ys.mean()) ** 2))
+    per_token = {
+        "dyt_theory": A * np.tanh(A / (d * s_t) * u),
+        "dyisru_theory": A * u / np.sqrt(u * u + (d * s_t / A) ** 2),
+    }
+    for name, f in per_token.items():
+        t = fits[name]["per_token_scale"]
+        r = y - f
+        C.rel(np.sqrt(np.mean(r * r)), t["rmse"], 1e-10, f"{label} {name} per-token rmse")
+        C.rel(1 - np.sum(r * r) / sst_tok, t["r2"], 1e-10, f"{label} {name} per-token r2")
+        C.rel(np.max(np.abs(r)), t["max_abs_err"], 1e-9, f"{label} {name} per-token max")
+        C.rel(np.mean(np.abs(r)), t["mean_abs_err"], 1e-10, f"{label} {name} per-token mean")
+        C.rel(t["r2"] - fits[name]["r2"], t["r2_lost_to_one_scale"], 1e-9,
+              f"{label} {name} r2 lost to one scale")
+        C.ok(t["variable"] == ("x - mu_t" if norm == "layernorm" else "x"), f"{label} variable")
 
     # exact metrics at normcmp's own parameters, for every fit
     sst = float(np.sum((ys - ys.mean()) ** 2))

@@ -233,16 +233,22 @@ static void test_ode_check_closed_forms(void)
 
 /* gamma_{d+3} = (d+3) u / (1 - (d+3) u), u = 2^-24: the bound of the dense
  * check (jacobian.h), written out here. */
-static double float_gamma(size_t d)
+/* the dense check's bounds (jacobian.h): gamma_{2d+12} and (d + 16) u, u = 2^-53 */
+static double dense_gamma(size_t d)
 {
-    const double k = (double)d + 3.0, u = 0x1p-24;
+    const double k = 2.0 * (double)d + 12.0, u = 0x1p-53;
     return k * u / (1.0 - k * u);
+}
+
+static double frob_bound(size_t d)
+{
+    return ((double)d + 16.0) * 0x1p-53;
 }
 
 /* The largest |out_i - want_i| / s_i, s_i = inv (|g_i| + ([sum |g|] +
  * |y_i| sum |y g|) / d) the scale of jacobian.h's dense check. */
 static double dense_rel(nc_norm_kind norm, const double *y, double inv, size_t d,
-                        const double *g, const float *out, const double *want)
+                        const double *g, const double *out, const double *want)
 {
     double sg = 0, syg = 0, worst = 0;
     for (size_t i = 0; i < d; i++) {
@@ -253,14 +259,14 @@ static double dense_rel(nc_norm_kind norm, const double *y, double inv, size_t d
         sg = 0;
     for (size_t i = 0; i < d; i++) {
         double s = inv * (fabs(g[i]) + (sg + fabs(y[i]) * syg) / (double)d);
-        worst = fmax(worst, fabs((double)out[i] - want[i]) / s);
+        worst = fmax(worst, fabs(out[i] - want[i]) / s);
     }
     return worst;
 }
 
-/* Finite differences of the norm itself, the dense matrix (and its float
- * product through OpenBLAS) and the analytic forms agree, both norms, eps >
- * 0. The float product is within the rounding bound of the dense check,
+/* Finite differences of the norm itself, the dense matrix (and the dense
+ * check's explicit product) and the analytic forms agree, both norms, eps >
+ * 0. The explicit product is within the rounding bound of the dense check,
  * and the diagonal alone (what a wrong formula would give) is far outside
  * it, so the check can tell. */
 static void test_token_jacobian_three_ways(void)
@@ -281,8 +287,7 @@ static void test_token_jacobian_three_ways(void)
                    *ym = malloc(d * sizeof *ym);
             double *J = malloc(d * d * sizeof *J), *G = malloc(d * P * sizeof *G);
             double *v = malloc(d * sizeof *v), *dg = malloc(d * sizeof *dg);
-            float *Jf = malloc(d * d * sizeof *Jf), *Gf = malloc(d * P * sizeof *Gf);
-            float *JG = malloc(d * P * sizeof *JG);
+            double *JG = malloc(d * P * sizeof *JG), *row = malloc(d * sizeof *row);
             for (size_t i = 0; i < d; i++)
                 x[i] = 0.37 * s + s * nc_rng_normal(&r) * (i == 1 ? 5.3 : 1.0);
             double inv, inv2;
@@ -308,24 +313,13 @@ static void test_token_jacobian_three_ways(void)
             /* truncation h^2 y''' and rounding 1e-16 / h: ~1e-9 of the scale of J */
             CHECK_ABS(0.0, fd_err, 1e-8 * inv);
 
-            /* the float matrix: each entry rounded once; its sum of squares */
-            double f2f = nc_jac_token_dense_f(norm, y, inv, d, Jf), f2s = 0;
-            int rounded = 1;
-            for (size_t k = 0; k < d * d; k++) {
-                rounded &= Jf[k] == (float)J[k];
-                f2s += (double)Jf[k] * (double)Jf[k];
-            }
-            CHECK(rounded);
-            CHECK_REL(f2s, f2f, 1e-14);
-
-            /* J^T G through sgemm against the analytic J^T g, relative to
-             * the size of the summed terms (for LayerNorm with d = 2, J ~
-             * (1 - kappa) inv is nearly 0) */
-            for (size_t k = 0; k < d * P; k++) {
+            /* J^T G summed explicitly over the entries against the analytic
+             * J^T g, relative to the size of the summed terms (for LayerNorm
+             * with d = 2, J ~ (1 - kappa) inv is nearly 0) */
+            for (size_t k = 0; k < d * P; k++)
                 G[k] = nc_rng_normal(&r);
-                Gf[k] = (float)G[k];
-            }
-            nc_jac_dense_vjp(Jf, d, Gf, P, JG);
+            double f2d[2];
+            nc_jac_token_dense_apply(norm, y, inv, d, G, P, JG, row, f2d);
             double worst = 0, wrong = 0;
             for (size_t k = 0; k < P; k++) {
                 nc_jac_token_vjp(norm, y, inv, d, G + k * d, v);
@@ -336,44 +330,25 @@ static void test_token_jacobian_three_ways(void)
                     v[i] = dg[i] * G[k * d + i];
                 wrong = fmax(wrong, dense_rel(norm, y, inv, d, G + k * d, JG + k * d, v));
             }
-            CHECK_ABS(0.0, worst, float_gamma(d));
-            CHECK(wrong > 10 * float_gamma(d));
+            CHECK_ABS(0.0, worst, dense_gamma(d));
+            CHECK(wrong > 1e6 * dense_gamma(d));
 
             /* the diagonal, and ||J||_F^2 in closed form against the sum of
              * squares (both on the scale of inv and d inv^2) */
             nc_jac_token_diag(norm, y, inv, d, dg);
-            double f2 = 0;
+            double f2 = 0, off = 0;
             for (size_t i = 0; i < d; i++) {
                 CHECK_ABS(J[i * d + i], dg[i], 4e-16 * inv);
-                for (size_t j = 0; j < d; j++)
+                for (size_t j = 0; j < d; j++) {
                     f2 += J[i * d + j] * J[i * d + j];
+                    off += i == j ? 0.0 : J[i * d + j] * J[i * d + j];
+                }
             }
             CHECK_ABS(f2, nc_jac_token_frob2(norm, y, inv, d), 1e-14 * (double)d * inv * inv);
+            CHECK_ABS(f2, f2d[0], 1e-14 * (double)d * inv * inv);
+            CHECK_ABS(off, f2d[1], 1e-14 * (double)d * inv * inv);
             free(x), free(y), free(xp), free(yp), free(ym), free(J), free(G), free(JG), free(v),
-                free(dg), free(Jf), free(Gf);
-        }
-}
-
-/* nc_jac_dense_vjp computes A^T G for a row-major A, checked on a matrix
- * that is not symmetric (the Jacobians are, so they cannot tell A from
- * A^T). */
-static void test_dense_vjp_layout(void)
-{
-    enum { D = 13, P = 3 };
-    float A[D * D], G[D * P], out[D * P];
-    for (int k = 0; k < D * D; k++)
-        A[k] = (float)(sin(2.385 * k) + 0.01 * k);
-    for (int k = 0; k < D * P; k++)
-        G[k] = (float)cos(1.7 * k);
-    nc_jac_dense_vjp(A, D, G, P, out);
-    for (int c = 0; c < P; c++)
-        for (int j = 0; j < D; j++) {
-            double want = 0, size = 0; /* (A^T g)_j = sum_i A_ij g_i, in double */
-            for (int i = 0; i < D; i++) {
-                want += (double)A[i * D + j] * G[c * D + i];
-                size += fabs((double)A[i * D + j] * G[c * D + i]);
-            }
-            CHECK_ABS(want, out[c * D + j], float_gamma(D) * size);
+                free(dg), free(row);
         }
 }
 
@@ -382,11 +357,11 @@ static void test_dense_vjp_layout(void)
 static void test_dense_default_tokens(void)
 {
     CHECK_INT(0, nc_jac_dense_default_tokens(0));
-    CHECK_INT(4, nc_jac_dense_default_tokens(4096));
-    CHECK_INT(4096, nc_jac_dense_default_tokens(128)); /* d <= 128: all of 4096 tokens */
-    CHECK_INT(4096, nc_jac_dense_default_tokens(64));
+    CHECK_INT(1, nc_jac_dense_default_tokens(4096));
+    CHECK_INT(1024, nc_jac_dense_default_tokens(128));
+    CHECK_INT(4096, nc_jac_dense_default_tokens(64)); /* d <= 64: all of 4096 tokens */
     CHECK_INT(4096, nc_jac_dense_default_tokens(1));
-    CHECK_INT(113, nc_jac_dense_default_tokens(768));
+    CHECK_INT(28, nc_jac_dense_default_tokens(768));
     CHECK_INT(1, nc_jac_dense_default_tokens(8192));
     CHECK_INT(1, nc_jac_dense_default_tokens(100000));
     CHECK_INT(1, nc_jac_dense_default_tokens((size_t)1 << 40)); /* d^2 overflows */
@@ -397,11 +372,13 @@ static void test_dense_default_tokens(void)
 static void check_dense_ok(const nc_jac_result *jr, size_t d)
 {
     CHECK_STR("ok", jr->dense_status);
-    CHECK_REL(float_gamma(d), jr->dense_tol, 1e-15);
-    CHECK_ABS(3.0 * 0x1p-24, jr->dense_frob_tol, 0);
+    CHECK(jr->dense_ran);
+    CHECK_REL(dense_gamma(d), jr->dense_tol, 1e-15);
+    CHECK_REL(frob_bound(d), jr->dense_frob_tol, 1e-15);
     CHECK(jr->dense_max_rel_diff >= 0 && jr->dense_max_rel_diff <= jr->dense_tol);
     CHECK(jr->dense_frob_max_rel_diff >= 0 &&
           jr->dense_frob_max_rel_diff <= jr->dense_frob_tol);
+    CHECK(jr->dense_off_max_rel_diff >= 0 && jr->dense_off_max_rel_diff <= jr->dense_frob_tol);
 }
 
 /* BRIEF.md's closed form for LayerNorm: ||I - 11^T/d - xhat xhat^T/d||_F^2 =
@@ -449,8 +426,13 @@ static void test_token_closed_forms(void)
 /* Everything jacobian.h pools, recomputed here by plain loops from BRIEF's
  * formulas (sums in long double), over the used tokens of res. */
 typedef struct want {
-    double share, radial, ones;
+    double share, offshare, radial, ones;
     double sse[NC_FIT_COUNT], maxe[NC_FIT_COUNT];
+    /* backprop errors, exact over probes: sqrt(sum ||D - J||_F^2 / sum
+     * ||J||_F^2) and the mean over tokens of the per-token ratio; [0]
+     * diag(J), [1 + k] surrogate k. ||D - J||_F^2 is summed over all d^2
+     * entries of D - J. */
+    double bp_err[1 + NC_FIT_COUNT], bp_mean[1 + NC_FIT_COUNT];
     size_t used;
 } want;
 
@@ -458,8 +440,9 @@ static want recompute(const nc_layer_result *res, const double *X)
 {
     const size_t d = res->d;
     long double num = 0, den = 0, rn = 0, rd = 0, od = 0, sse[NC_FIT_COUNT] = {0};
+    long double bpn[1 + NC_FIT_COUNT] = {0}, bpm[1 + NC_FIT_COUNT] = {0};
     want w = {0};
-    double *y = malloc(d * sizeof *y);
+    double *y = malloc(d * sizeof *y), *fd = malloc((1 + NC_FIT_COUNT) * d * sizeof *fd);
     for (size_t t = 0; t < res->tok.nt; t++) {
         if (res->tok.status[t] != NC_TOKEN_OK)
             continue;
@@ -468,6 +451,30 @@ static want recompute(const nc_layer_result *res, const double *X)
         double inv = res->tok.inv[t];
         for (size_t i = 0; i < d; i++)
             y[i] = (x[i] - res->tok.centre[t]) * inv;
+        /* the diagonals D: diag(J), then each fitted surrogate's f' */
+        for (size_t i = 0; i < d; i++) {
+            fd[i] = brief_J(res->norm, y, inv, d, i, i);
+            for (int k = 0; k < NC_FIT_COUNT; k++)
+                if (res->fits[k].ok)
+                    fd[(1 + (size_t)k) * d + i] = nc_surrogate_df(
+                        nc_surrogate_get((nc_fit_id)k), &res->fits[k].params, i, x[i]);
+        }
+        long double fr = 0, dj[1 + NC_FIT_COUNT] = {0};
+        for (size_t i = 0; i < d; i++)
+            for (size_t j = 0; j < d; j++) {
+                double jij = brief_J(res->norm, y, inv, d, i, j);
+                fr += (long double)jij * jij;
+                for (int k = 0; k <= NC_FIT_COUNT; k++) {
+                    if (k > 0 && !res->fits[k - 1].ok)
+                        continue;
+                    double e = (i == j ? fd[(size_t)k * d + i] : 0.0) - jij;
+                    dj[k] += (long double)e * e;
+                }
+            }
+        for (int k = 0; k <= NC_FIT_COUNT; k++) {
+            bpn[k] += dj[k];
+            bpm[k] += sqrtl(dj[k] / fr);
+        }
         for (size_t i = 0; i < d; i++) {
             double jii = brief_J(res->norm, y, inv, d, i, i);
             num += (long double)jii * jii;
@@ -490,11 +497,17 @@ static want recompute(const nc_layer_result *res, const double *X)
         w.used++;
     }
     w.share = (double)(num / den);
+    w.offshare = sqrt((double)(bpn[0] / den));
     w.radial = sqrt((double)(rn / rd));
     w.ones = sqrt((double)(num / od));
     for (int k = 0; k < NC_FIT_COUNT; k++)
         w.sse[k] = (double)sse[k];
+    for (int k = 0; k <= NC_FIT_COUNT; k++) {
+        w.bp_err[k] = sqrt((double)(bpn[k] / den));
+        w.bp_mean[k] = (double)(bpm[k] / (long double)w.used);
+    }
     free(y);
+    free(fd);
     return w;
 }
 
@@ -514,6 +527,10 @@ static void check_pooled(nc_norm_kind norm, double eps, size_t N, size_t d, doub
     want w = recompute(&res, X);
     CHECK_INT(w.used, jr.tokens);
     CHECK_REL(w.share, jr.diag_frobenius_share, 1e-13);
+    CHECK_REL(w.offshare, jr.offdiag_frobenius_share, 1e-12);
+    CHECK_REL(w.bp_err[0], jr.backprop.err, 1e-12);
+    CHECK_REL(w.bp_mean[0], jr.backprop.mean, 1e-12);
+    CHECK(jr.backprop.exact && jr.backprop.err_se == 0);
     CHECK_REL(w.radial, jr.radial_retention, 1e-13);
     if (norm == NC_LAYERNORM)
         CHECK_REL(w.ones, jr.ones_retention, 1e-13);
@@ -528,16 +545,29 @@ static void check_pooled(nc_norm_kind norm, double eps, size_t N, size_t d, doub
         CHECK_REL(sqrt(w.sse[k] / ((double)w.used * (double)d)), jr.surr[k].diag_rmse, 1e-11);
         CHECK_REL(w.maxe[k], jr.surr[k].diag_max_err, 1e-12);
         CHECK(jr.surr[k].backprop.n == w.used);
-        CHECK(jr.surr[k].backprop.mean > 0 && isfinite(jr.surr[k].backprop.mean));
+        CHECK_REL(w.bp_err[1 + k], jr.surr[k].backprop.err, 1e-12);
+        CHECK_REL(w.bp_mean[1 + k], jr.surr[k].backprop.mean, 1e-12);
+        CHECK(jr.surr[k].backprop.err_se == 0);
+        /* the identity err^2 = rmse_rel^2 share + (1 - share) */
+        double rr = jr.surr[k].diag_rmse_rel;
+        CHECK_REL(jr.surr[k].backprop.err * jr.surr[k].backprop.err,
+                  rr * rr * jr.diag_frobenius_share + (1.0 - jr.diag_frobenius_share), 1e-12);
+    }
+    /* ranked plainly by the exact err, best first */
+    CHECK_INT(compared, jr.nranked);
+    for (int r = 1; r < jr.nranked; r++) {
+        CHECK(jr.rank[r].err >= jr.rank[r - 1].err);
+        CHECK(!jr.rank[r].tie && jr.rank[r].gap_se == 0);
+        CHECK(jr.rank[r].err == jr.surr[jr.rank[r].id].backprop.err);
     }
     CHECK(compared >= 6); /* every fit of the defaults, per-channel DyT included */
     CHECK(jr.surr[NC_FIT_DYT_PER_CHANNEL].ok);
-    /* the dense check ran over every token (d <= 128, N <= 4096), with
-     * NC_JAC_DENSE_COLUMNS columns (8 probes and 56 more random ones) */
+    /* the dense check ran over every token (d <= 64, N <= 4096), with
+     * NC_JAC_PROBES probe columns */
     CHECK_INT(w.used, jr.tokens_materialised);
-    CHECK_INT(NC_JAC_DENSE_COLUMNS, jr.dense_columns);
+    CHECK_INT(NC_JAC_PROBES, jr.dense_columns);
     check_dense_ok(&jr, d);
-    CHECK_REL(2.0 * (double)d * (double)d * NC_JAC_DENSE_COLUMNS * (double)w.used,
+    CHECK_REL((double)d * (double)d * (2.0 + 2.0 * NC_JAC_PROBES) * (double)w.used,
               jr.dense_flops, 1e-15);
     CHECK(jr.ode.ok);
     nc_jac_result_free(&jr);
@@ -555,12 +585,11 @@ static void test_pooled_against_loops(void)
  * S4 = sum y_i^4, and ||J||_F^2 = inv^2 (d - 2q + q^2). For Gaussian tokens
  * with large d (q ~ 1, S4 ~ 3d) the share is (d - 2 + 3/d)/(d - 1) =
  * 1 - 1/d + 2/(d(d - 1)): 1 - 1/d up to O(1/d^2). Radial retention:
- * sum (1 - y^2/d)^2 y^2 / sum y^2 ~ 1 - 6/d, its root ~ 1 - 3/d. The probe
- * error e_i = (inv/d) y_i (y.g - y_i g_i) ~ inv (y.g / d) y_i is, to leading
- * order, the radial component of g that J removes: ||e|| ~ inv |z| with
- * z = y.g / ||y|| standard normal, against ||J g|| ~ inv sqrt(d - 1), so the
- * mean error is E|z| / sqrt(d - 1) = sqrt(2/pi) / sqrt(d - 1) (N probes
- * 384: the sample mean of |z| is within 12% at 3 sigma). */
+ * sum (1 - y^2/d)^2 y^2 / sum y^2 ~ 1 - 6/d, its root ~ 1 - 3/d. The
+ * backprop error of diag(J), exact over probes, is the off-diagonal share
+ * sqrt(off / ||J||_F^2) = sqrt((q^2 - S4/d^2) / (d - 2q + q^2)) per token,
+ * and the Gaussian reference values (docs/jacobian.md) hold to the
+ * fluctuations of S4 (relative ~ sqrt(32/(3d)) / sqrt(N) of 3/d). */
 static void test_share_large_d(void)
 {
     const size_t N = 48, d = 2048;
@@ -585,7 +614,7 @@ static void test_share_large_d(void)
     const double dd = (double)d;
     CHECK_ABS(1.0 - 1.0 / dd, jr.diag_frobenius_share, 4.0 / (dd * dd));
     /* the exact expression in the y's */
-    long double num = 0, den = 0;
+    long double num = 0, den = 0, off = 0;
     double *y = malloc(d * sizeof *y);
     for (size_t t = 0; t < N; t++) {
         double inv = res.tok.inv[t], q = 0, s4 = 0;
@@ -596,11 +625,19 @@ static void test_share_large_d(void)
         }
         num += (long double)inv * inv * (dd - 2 * q + s4 / (dd * dd));
         den += (long double)inv * inv * (dd - 2 * q + q * q);
+        off += (long double)inv * inv * (q * q - s4 / (dd * dd));
     }
     CHECK_REL((double)(num / den), jr.diag_frobenius_share, 1e-14);
+    CHECK_REL(sqrt((double)(off / den)), jr.backprop.err, 1e-11);
+    CHECK_REL(sqrt((double)(off / den)), jr.offdiag_frobenius_share, 1e-11);
     CHECK_ABS(1.0 - 3.0 / dd, jr.radial_retention, 1.0 / dd);
-    CHECK_REL(sqrt(2.0 / M_PI) / sqrt(dd - 1.0), jr.backprop.mean, 0.12);
     CHECK(jr.backprop.median > 0 && jr.backprop.p95 >= jr.backprop.median);
+    /* the Gaussian references at d = 2048 */
+    nc_jac_gauss_ref g = nc_jac_gaussian_ref(NC_RMSNORM, d);
+    CHECK_REL((dd + 1) / (dd + 2), g.diag_frobenius_share, 1e-15);
+    CHECK_REL(g.diag_frobenius_share, jr.diag_frobenius_share, 1e-6);
+    CHECK_REL(g.offdiag_frobenius_share, jr.backprop.err, 1e-3);
+    CHECK_REL(g.radial_retention, jr.radial_retention, 1e-5);
     CHECK_INT(3, jr.tokens_materialised);
     check_dense_ok(&jr, d);
     CHECK_INT(N, jr.backprop.n);
@@ -649,7 +686,7 @@ static void test_parallel_gradients(void)
      * column (J^T g = 0) included */
     CHECK(isfinite(jr.backprop.mean));
     CHECK_INT(N, jr.tokens_materialised);
-    CHECK_INT(NC_JAC_DENSE_COLUMNS, jr.dense_columns); /* 63 random and the real one */
+    CHECK_INT(NC_JAC_PROBES + 1, jr.dense_columns); /* the probes and the real one */
     check_dense_ok(&jr, D);
     /* radial retention: diag(J) y = inv (1 - 1/4) y, so 3/4 of y/r is kept */
     CHECK_REL(0.75, jr.radial_retention, 1e-15);
@@ -784,7 +821,9 @@ static bool same_bits(double a, double b)
 
 static bool same_summary(const nc_jac_summary *a, const nc_jac_summary *b)
 {
-    return same_bits(a->mean, b->mean) && same_bits(a->median, b->median) &&
+    return same_bits(a->err, b->err) && same_bits(a->err_se, b->err_se) &&
+           same_bits(a->mean, b->mean) && same_bits(a->mean_se, b->mean_se) &&
+           same_bits(a->median, b->median) && same_bits(a->median_se, b->median_se) &&
            same_bits(a->p95, b->p95) && a->n == b->n && a->n_inf == b->n_inf;
 }
 
@@ -824,14 +863,19 @@ static void test_thread_independence(void)
             CHECK(same_summary(&j1.surr[k].backprop_real, &j2.surr[k].backprop_real));
         }
         CHECK(memcmp(j1.token_backprop, j2.token_backprop, N * sizeof(double)) == 0);
-        /* another seed changes the probes, not the probe-free metrics */
+        for (int r = 0; r < j1.nranked; r++)
+            CHECK(j1.rank_real[r].id == j2.rank_real[r].id &&
+                  same_bits(j1.rank_real[r].gap_se, j2.rank_real[r].gap_se));
+        CHECK_STR(j1.dense_status, j2.dense_status);
+        /* another seed changes the dense check's probes only: the backprop
+         * errors are exact expectations over probes */
         nc_jac_result j3;
         o.seed = 2386;
         CHECK_INT(0, nc_jacobian_run(&res, &x, &g, W, &o, 2, NULL, &j3, &err));
         CHECK(same_bits(j1.diag_frobenius_share, j3.diag_frobenius_share));
         CHECK(same_summary(&j1.backprop_real, &j3.backprop_real));
-        CHECK(!same_bits(j1.backprop.mean, j3.backprop.mean));
-        CHECK_REL(j1.backprop.mean, j3.backprop.mean, 0.1);
+        CHECK(same_summary(&j1.backprop, &j3.backprop));
+        CHECK(!same_bits(j1.dense_max_rel_diff, j3.dense_max_rel_diff));
         nc_jac_result_free(&j1);
         nc_jac_result_free(&j2);
         nc_jac_result_free(&j3);
@@ -892,13 +936,13 @@ static void test_dense_options_and_errors(void)
         free(X);
         return;
     }
-    /* the default: every token (2982 of width 150 fit NC_JAC_DENSE_ENTRIES) */
+    /* the default: every token (745 of width 150 fit NC_JAC_DENSE_ENTRIES) */
     CHECK(nc_jac_dense_default_tokens(d) > N);
     CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, NULL, 2, NULL, &jr, &err));
     CHECK_INT(N, jr.tokens_materialised);
-    CHECK_INT(NC_JAC_DENSE_COLUMNS, jr.dense_columns);
+    CHECK_INT(NC_JAC_PROBES, jr.dense_columns);
     check_dense_ok(&jr, d);
-    CHECK(jr.time_dense_gemm_s >= 0 && jr.time_dense_gemm_s <= jr.time_dense_s);
+    CHECK(jr.time_dense_s >= 0);
     nc_jac_result_free(&jr);
     nc_jac_opts o;
     nc_jac_opts_defaults(&o);
@@ -907,25 +951,25 @@ static void test_dense_options_and_errors(void)
     CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, &o, 2, NULL, &jr, &err));
     CHECK_INT(7, jr.tokens_materialised);
     CHECK_INT(3, jr.probes);
-    CHECK_INT(NC_JAC_DENSE_COLUMNS, jr.dense_columns);
+    CHECK_INT(3, jr.dense_columns);
     check_dense_ok(&jr, d);
     nc_jac_result_free(&jr);
-    /* more probes than NC_JAC_DENSE_COLUMNS: every probe is a column */
+    /* many probes: every probe is a column */
     o.dense_tokens = NC_JAC_DENSE_ALL;
-    o.probes = NC_JAC_DENSE_COLUMNS + 6;
+    o.probes = 70;
     CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, &o, 2, NULL, &jr, &err));
     CHECK_INT(N, jr.tokens_materialised);
-    CHECK_INT(NC_JAC_DENSE_COLUMNS + 6, jr.dense_columns);
+    CHECK_INT(70, jr.dense_columns);
     check_dense_ok(&jr, d);
     nc_jac_result_free(&jr);
     o.probes = 3;
-    o.dense_max_bytes = 1000;
+    o.dense_max_entries = 1000;
     CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, &o, 2, NULL, &jr, &err));
     CHECK_INT(0, jr.tokens_materialised);
-    CHECK_CONTAINS(jr.dense_status, "exceeds 1000 bytes");
-    CHECK(isnan(jr.dense_max_rel_diff));
+    CHECK_CONTAINS(jr.dense_status, "skipped: 150 x 150 entries per token exceed 1000");
+    CHECK(isnan(jr.dense_max_rel_diff) && !jr.dense_ran);
     nc_jac_result_free(&jr);
-    o.dense_max_bytes = 0;
+    o.dense_max_entries = 0;
     o.no_dense = true;
     CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, &o, 2, NULL, &jr, &err));
     CHECK_CONTAINS(jr.dense_status, "skipped");
@@ -952,7 +996,7 @@ static void test_dense_options_and_errors(void)
     CHECK_INT(1, jr.real_nonfinite_tokens);
     CHECK_INT(N - 2, jr.backprop_real.n);
     CHECK(isfinite(jr.backprop_real.mean));
-    CHECK_INT(NC_JAC_DENSE_COLUMNS, jr.dense_columns);
+    CHECK_INT(NC_JAC_PROBES + 1, jr.dense_columns);
     check_dense_ok(&jr, d);
     nc_jac_result_free(&jr);
     free(Gr);
@@ -999,8 +1043,9 @@ static void test_unusable_tokens(void)
     nc_jac_result_free(&jr);
     nc_layer_result_free(&res);
 
-    /* tokens of size ~1e-39 with eps = 0: 1/scale ~ 4e38, J does not fit a
-     * float; the analytic metrics are fine, the dense check leaves them out */
+    /* tokens of size ~1e-39 with eps = 0: 1/scale ~ 4e38, J would not fit
+     * a float, but the dense check is in double: it runs (where d / scale^2
+     * overflows a double, the closed forms overflow too) */
     for (int k = 0; k < N * D; k++)
         X[k] = 2.385e-39 * (1.0 + 0.3 * sin(1.7 * k));
     nc_layer_spec spec;
@@ -1014,12 +1059,10 @@ static void test_unusable_tokens(void)
     CHECK_INT(0, nc_layer_analyze(&spec, &res, &err));
     CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, NULL, 1, NULL, &jr, &err));
     CHECK_INT(N, jr.tokens);
-    CHECK(isfinite(jr.diag_frobenius_share) && isfinite(jr.backprop.mean));
-    CHECK_INT(0, jr.tokens_materialised);
-    CHECK_CONTAINS(jr.dense_status, "fits a float");
-    CHECK(isnan(jr.dense_max_rel_diff));
+    check_dense_ok(&jr, D);
     nc_jac_result_free(&jr);
     nc_layer_result_free(&res);
+
 }
 
 static void test_blas_rate(void)
@@ -1039,7 +1082,6 @@ int main(void)
     test_ode_check_closed_forms();
     test_token_jacobian_three_ways();
     test_token_closed_forms();
-    test_dense_vjp_layout();
     test_dense_default_tokens();
     test_pooled_against_loops();
     test_share_large_d();

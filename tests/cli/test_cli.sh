@@ -1,0 +1,178 @@
+# test_cli.sh - the command line guesses right (issue 12): defaults, help,
+# one-line option errors with the nearest option, module names for
+# --tensor, data files given to run, warnings about odd inputs and dropped
+# tokens, and exit status 2 for what the user must fix.
+. tests/cli/lib.sh
+
+f="$PWD/data/vit4mnist/ln00_input.npy"
+OUT="$T/out"
+
+# crafted inputs: a safetensors dump with module-style names, an .npy with
+# NaN tokens
+/usr/bin/python3 - "$T" <<'PY'
+import json, struct, sys
+import numpy as np
+t = sys.argv[1]
+rng = np.random.default_rng(5)
+tensors = {}
+for b in range(2):
+    tensors[f"blocks.{b}.ln1.input"] = rng.standard_normal((32, 16)).astype(np.float32)
+    tensors[f"blocks.{b}.ln1.weight"] = np.ones(16, np.float32)
+hdr, blobs, off = {}, [], 0
+for name, a in tensors.items():
+    b = a.tobytes()
+    hdr[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+    blobs.append(b)
+    off += len(b)
+h = json.dumps(hdr).encode()
+h += b" " * ((8 - len(h) % 8) % 8)
+open(f"{t}/m.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+x = rng.standard_normal((8, 16)).astype(np.float32)
+x[2, 3] = np.nan
+x[5, :2] = np.inf
+np.save(f"{t}/nan_input.npy", x)
+PY
+
+# ---- plot without --figure draws a scatter; its help lists the kinds
+run "$NC" plot "$f" --out "$OUT/plot" --quiet --no-jacobian
+expect_status 0
+expect_file "$OUT/plot/ln00_scatter.png"
+run "$NC" plot --help
+expect_status 0
+expect_out_has "usage: normcmp plot FILE... [--figure TYPE[,TYPE...]]"
+for k in scatter scatter-grid by-token by-channel jacobian alpha-std alpha-depth tanh-family \
+    outlier-steps; do
+    expect_out_has "  $k  "
+done
+
+# ---- help, help CMD, -V
+run "$NC" help
+expect_status 0
+expect_out_has "usage: normcmp <command> [options]"
+expect_out_has "help [COMMAND]"
+run "$NC" help fit
+expect_status 0
+cp "$T/.out" "$T/help_fit"
+"$NC" fit --help >"$T/fit_help"
+check "help fit prints fit --help" cmp "$T/help_fit" "$T/fit_help"
+run "$NC" help sweep
+expect_out_has "usage: normcmp sweep CONFIG.json"
+run "$NC" help fti
+expect_status 2
+expect_err "normcmp: unknown command 'fti' (did you mean fit? see 'normcmp --help')"
+run "$NC" jacobain x
+expect_status 2
+expect_err "normcmp: unknown command 'jacobain' (did you mean jacobian? see 'normcmp --help')"
+run "$NC" -V
+expect_status 0
+expect_out_has "normcmp "
+cp "$T/.out" "$T/V"
+"$NC" --version >"$T/version"
+check "-V prints what --version prints" cmp "$T/V" "$T/version"
+
+# ---- unknown options, "-out", missing values: one line, exit 2, nothing written
+bad_opt() {
+    run "$@"
+    expect_status 2
+    expect_err "$_want"
+    expect_no_file "$OUT/bad"
+}
+_want="normcmp: fit: unknown option '--otu' (did you mean --out?) (see 'normcmp fit --help')"
+bad_opt "$NC" fit "$f" --otu "$OUT/bad"
+_want="normcmp: fit: '-out': long options take two dashes (did you mean --out?) (see 'normcmp fit --help')"
+bad_opt "$NC" fit "$f" -out "$OUT/bad"
+_want="normcmp: run: '-quiet': long options take two dashes (did you mean --quiet?) (see 'normcmp run --help')"
+bad_opt "$NC" run configs/demo.json -quiet --out "$OUT/bad"
+_want="normcmp: fit: option '--out' needs a value (see 'normcmp fit --help')"
+bad_opt "$NC" fit "$f" --out
+_want="normcmp: fit: option '-o' (--out) needs a value (see 'normcmp fit --help')"
+bad_opt "$NC" fit "$f" -o
+_want="normcmp: fit: option '--quiet' takes no value (see 'normcmp fit --help')"
+bad_opt "$NC" fit "$f" --quiet=yes --out "$OUT/bad"
+_want="normcmp: fit: option '--amp' is ambiguous (could be --amplitude-dyt, --amplitude-dyisru, --amplitude-derf) (see 'normcmp fit --help')"
+bad_opt "$NC" fit "$f" --amp free --out "$OUT/bad"
+_want="normcmp: fit: unknown option '-Z' (see 'normcmp fit --help')"
+bad_opt "$NC" fit "$f" -qZ --out "$OUT/bad"
+_want="normcmp: plot: unknown option '--figures' (did you mean --figure?) (see 'normcmp plot --help')"
+bad_opt "$NC" plot "$f" --figures scatter --out "$OUT/bad"
+_want="normcmp: norm: unknown option '--tensro' (did you mean --tensor?) (see 'normcmp norm --help')"
+bad_opt "$NC" norm "$f" --tensro x -o "$OUT/bad.npy"
+_want="normcmp: inspect: unknown option '--hepl' (did you mean --help?) (see 'normcmp inspect --help')"
+bad_opt "$NC" inspect --hepl
+_want="normcmp: synth: unknown option '--dims' (did you mean --dim?) (see 'normcmp synth --help')"
+bad_opt "$NC" synth --dims 8 -o "$OUT/bad.npy"
+_want="normcmp: merge: unknown option '--quite' (did you mean --quiet?) (see 'normcmp merge --help')"
+bad_opt "$NC" merge --quite "$OUT/bad" "$T"
+# a value that looks like "-word" is still a value
+run "$NC" fit "$f" --label -out --out "$OUT/label" --quiet --no-jacobian
+expect_status 0
+expect_out_has "-out "
+
+# ---- --tensor: module names as the table prints them, and suggestions
+run "$NC" fit "$T/m.safetensors" --tensor 'blocks.*.ln1' --out "$OUT/mod" --no-jacobian
+expect_status 0
+expect_out_has "blocks.0.ln1 "
+expect_out_has "blocks.1.ln1 "
+check "two layers, no companion analysed as a layer" test "$(grep -c '^blocks' "$T/.out")" -eq 2
+run "$NC" fit "$T/m.safetensors" --tensor 'blocks.*.ln1.input' --out "$OUT/mod2" --quiet --no-jacobian
+check "the .input names still select" test "$(grep -c '^blocks' "$T/.out")" -eq 2
+run "$NC" fit "$T/m.safetensors" --tensor 'blocks.*' --out "$OUT/mod3" --quiet --no-jacobian
+check "a glob over inputs and weights selects the inputs" test "$(grep -c '^blocks' "$T/.out")" -eq 2
+run "$NC" fit "$T/m.safetensors" --tensor 'blocks.*.norm1' --out "$OUT/bad"
+expect_status 2
+expect_err "normcmp: $T/m.safetensors: tensor pattern 'blocks.*.norm1' matches no tensor (layers[0].tensor; layers in the file: blocks.0.ln1, blocks.1.ln1; \`normcmp inspect $T/m.safetensors\` lists every tensor)"
+expect_no_file "$OUT/bad"
+
+# ---- a weight given as an input: analysed, with a warning
+run "$NC" fit "$T/m.safetensors" --tensor blocks.0.ln1.weight --out "$OUT/w" --no-jacobian
+expect_status 0
+expect_err_has "normcmp: warning: layer 'blocks.0.ln1.weight': tensor 'blocks.0.ln1.weight' is named like a norm's weight, not its input; analysed as an input all the same"
+run "$NC" fit "$T/m.safetensors" --tensor blocks.0.ln1.weight --out "$OUT/w" --no-jacobian --quiet
+check "--quiet: no warning" test ! -s "$T/.err"
+
+# ---- tokens dropped for NaN: said once per layer
+run "$NC" fit "$T/nan_input.npy" --out "$OUT/nan" --no-jacobian
+expect_status 0
+expect_err_has "normcmp: layer 'nan': 2 of 8 tokens left out: they hold NaN or infinite values (3 values)"
+check "said once" test "$(grep -c "layer 'nan'" "$T/.err")" -eq 1
+run "$NC" fit "$f" --out "$OUT/clean" --no-jacobian
+check "nothing said for a clean layer" test "$(grep -c 'left out' "$T/.err")" -eq 0
+
+# ---- run on a data file: says what it is and what fits
+run "$NC" run "$f" --out "$OUT/bad"
+expect_status 2
+expect_err "normcmp: run: $f is an .npy file, not a config; to analyse it: normcmp fit $f (see 'normcmp run --help')"
+run "$NC" sweep "$T/m.safetensors"
+expect_status 2
+expect_err "normcmp: sweep: $T/m.safetensors is a .safetensors file, not a config; to analyse it: normcmp fit $T/m.safetensors (see 'normcmp sweep --help')"
+
+# ---- options named in their own errors
+run "$NC" plot "$f" --curves bogus --out "$OUT/bad"
+expect_status 2
+expect_err_has "normcmp: --curves: unknown fit 'bogus'"
+expect_no_file "$OUT/bad"
+run "$NC" fit "$f" --fits bogus --out "$OUT/bad"
+expect_err_has "normcmp: --fits: unknown fit 'bogus'"
+run "$NC" plot "$f" --dpi 2400 --size 100x100 --out "$OUT/bad"
+expect_status 2
+expect_err "normcmp: plot: --size 100x100 at --dpi 2400 makes 240000 x 240000 pixels (expected 16 to 20000 a side) (see 'normcmp plot --help')"
+expect_no_file "$OUT/bad"
+printf '{"layers": [{"file": "%s"}], "figures": [{"type": "scatter", "width": 100, "dpi": 2400}]}' \
+    "$f" >"$T/big.json"
+run "$NC" run "$T/big.json" --out "$OUT/bad"
+expect_status 2
+expect_err "normcmp: $T/big.json: figures[0].width: expected 16 to 20000 pixels at dpi 2400 (got 100 in = 240000 pixels)"
+run "$NC" synth --preset bogus -o "$OUT/bad.npy"
+expect_status 2
+expect_err "normcmp: synth: --preset: expected early, middle, late, all or outlier-steps, got 'bogus' (see 'normcmp synth --help')"
+
+# ---- exit 2 for what the user must fix
+run "$NC" norm "$f" -o "$T/missing_dir/y.npy"
+expect_status 2
+expect_err "normcmp: norm: -o $T/missing_dir/y.npy: folder '$T/missing_dir' does not exist (create it first) (see 'normcmp norm --help')"
+ln -s "$T/loop.json" "$T/loop.json"
+run "$NC" run "$T/loop.json" --out "$OUT/bad"
+expect_status 2
+expect_err "normcmp: $T/loop.json: cannot open config file: Too many levels of symbolic links"
+expect_no_file "$OUT/bad"
+done_tests
