@@ -114,6 +114,7 @@ static int open_plan(const norm_args *a, nc_config **cfgp, nc_plan **planp, nc_e
         return -1;
     nc_config *cfg = *cfgp;
     cfg->norm = a->kind;
+    cfg->has_norm = true; /* norm's kind is the flag's or its default, never the file's */
     if (a->eps >= 0) {
         cfg->has_eps = true;
         cfg->eps = a->eps;

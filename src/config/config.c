@@ -360,7 +360,7 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
         return rc;
     if ((rc = nc_config_get_string(w, root, "name", "", &cfg->name)) ||
         (rc = nc_config_get_string(w, root, "output", "", &cfg->output)) ||
-        (rc = get_norm(w, root, "", &cfg->norm, NULL)) ||
+        (rc = get_norm(w, root, "", &cfg->norm, &cfg->has_norm)) ||
         (rc = nc_config_get_number(w, root, "eps", "", 0, 1, &cfg->eps, &cfg->has_eps)))
         return rc;
     const cJSON *v;

@@ -9,15 +9,16 @@
  * Each model gets one colour of the categorical palette (nc_cat_color),
  * in the order its first layer comes in the plan.
  *
- * The across-layer fit of the run-level analysis (log alpha against
- * log 1/std, with its confidence interval) is drawn where run_fit_line()
- * says: it returns false until the plan carries that block.
+ * The across-layer fit is the run-level analysis' own (analysis/
+ * run_summary.h, nc_loglog_fit: OLS of log alpha on log 1/std), over the
+ * layers the figure shows, with its slope's 95 % confidence interval.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/run_summary.h"
 #include "plan/plan.h"
 #include "plot/axes.h"
 #include "plot/figure.h"
@@ -37,14 +38,22 @@ static size_t model_of(size_t d, size_t *ds, size_t *nd)
     return (*nd)++;
 }
 
-/* Hook for the run-level across-layer fit (alpha = A (1/std)^b): when the
- * plan carries it, set *a, *b and return true to draw it. */
-static bool run_fit_line(const nc_plan *plan, double *A, double *b)
+/* The across-layer fit alpha = A (1/std)^b over the n points (x, y), as
+ * the run-level block computes it; its legend label in *label. False when
+ * fewer than two layers have both. */
+static bool run_fit_line(job *j, const double *x, const double *y, size_t n, double *A,
+                         double *b, const char **label)
 {
-    (void)plan;
-    (void)A;
-    (void)b;
-    return false;
+    nc_loglog f = nc_loglog_fit(x, y, n);
+    if (f.n < 2 || !isfinite(f.slope) || !isfinite(f.intercept))
+        return false;
+    *A = exp(f.intercept);
+    *b = f.slope;
+    *label = isfinite(f.ci_lo) ? nc_fig_jprintf(j, "fit: \xce\xb1 \xe2\x88\x9d (1/std)^%.2f "
+                                                   "[%.2f, %.2f]", f.slope, f.ci_lo, f.ci_hi)
+                               : nc_fig_jprintf(j, "fit: \xce\xb1 \xe2\x88\x9d (1/std)^%.2f",
+                                                f.slope);
+    return *label != NULL;
 }
 
 /* alpha-std: per layer, the fitted alpha (circle) and the theory value
@@ -56,9 +65,10 @@ int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_
 {
     nc_mark *m = nc_fig_jalloc(j, 2 * nsel * sizeof *m);
     nc_label *lb = nc_fig_jalloc(j, nsel * sizeof *lb);
+    double *fx = nc_fig_jalloc(j, 2 * nsel * sizeof *fx), *fy = fx ? fx + nsel : NULL;
     nc_curve *cv = nc_fig_jalloc(j, (MAX_MODELS + 2) * sizeof *cv);
     size_t ds[MAX_MODELS], nd = 0, nm = 0, nl = 0;
-    if (!m || !lb || !cv)
+    if (!m || !lb || !cv || !fx)
         return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
     double lo = INFINITY, hi = 0, ylo = INFINITY, yhi = 0;
     for (size_t k = 0; k < nsel; k++) {
@@ -77,6 +87,7 @@ int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_
             ylo = fmin(ylo, th);
             yhi = fmax(yhi, th);
         }
+        fx[nl] = ix, fy[nl] = al;
         lb[nl++] = (nc_label){ix, al, pl->name, col};
         ylo = fmin(ylo, al);
         yhi = fmax(yhi, al);
@@ -94,19 +105,21 @@ int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_
             return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
         xy[0] = p->x0, xy[1] = p->x1, xy[2] = p->x0 / s, xy[3] = p->x1 / s;
         cv[nc++] = (nc_curve){xy, xy + 2, 2, nc_cat_color((int)q), 1.0, true, 0, 0,
-                              nc_fig_jprintf(j, "\xce\xb1 = (1/std)/\xe2\x88\x9a" "d, d = %zu",
+                              nc_fig_jprintf(j, "(1/std)/\xe2\x88\x9a" "d, d = %zu",
                                              ds[q])};
     }
     double A, b, *xy = nc_fig_jalloc(j, 8 * sizeof *xy);
     if (!xy)
         return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
     xy[0] = p->x0, xy[1] = p->x1, xy[2] = p->x0, xy[3] = p->x1;
-    cv[nc++] = (nc_curve){xy, xy + 2, 2, nc_rgb_hex(0x888888), 1.0, true, 0, 0,
-                          "\xce\xb1 = 1/std"};
-    if (run_fit_line(plan, &A, &b)) {
+    if (p->x1 > p->y0 && p->x0 < p->y1) /* alpha = 1/std, when it crosses the panel */
+        cv[nc++] = (nc_curve){xy, xy + 2, 2, nc_rgb_hex(0x888888), 1.0, true, 0, 0,
+                              "\xce\xb1 = 1/std"};
+    const char *fit_label = NULL;
+    if (run_fit_line(j, fx, fy, nl, &A, &b, &fit_label)) {
         xy[4] = p->x0, xy[5] = p->x1, xy[6] = A * pow(p->x0, b), xy[7] = A * pow(p->x1, b);
         cv[nc++] = (nc_curve){xy + 4, xy + 6, 2, nc_rgb_hex(0x000000), 1.2, false, 0, 0,
-                              "fit across layers"};
+                              fit_label};
     }
     *p = (nc_panel){.title = "DyT \xce\xb1 against 1/std(x) across layers",
                     .xlabel = "1/std(x)", .ylabel = "\xce\xb1", .xlog = true, .ylog = true,
@@ -182,14 +195,13 @@ static bool depth_lines(job *j, const nc_plan *plan, const size_t *sel, size_t n
     double pad = 0.06 * (xhi - xlo);
     p->x0 = xlo - pad, p->x1 = xhi + pad;
     p->ylog = hi / lo > 20;
-    p->y0 = p->ylog ? lo / 1.5 : fmax(0, lo - 0.15 * (hi - lo + 1e-12 * hi));
-    p->y1 = p->ylog ? hi * 1.5 : hi + 0.15 * (hi - lo + 1e-12 * hi);
-    if (!(p->y1 > p->y0))
-        p->y0 = lo / 2, p->y1 = hi * 2;
+    double span = fmax(hi - lo, 0.2 * hi); /* one layer, or all alike: +-20 % */
+    p->y0 = p->ylog ? lo / 1.5 : fmax(0, lo - 0.15 * span);
+    p->y1 = p->ylog ? hi * 1.5 : hi + 0.15 * span;
     p->curves = cv;
     p->ncurves = nd;
     p->grid = true;
-    p->xlabel = by_name ? "layer (number in its name)" : "layer (order in the run)";
+    p->xlabel = by_name ? "layer" : "layer (order in the run)";
     return !j->oom;
 }
 

@@ -65,7 +65,9 @@ static char *fit_label(job *j, const nc_layer_result *r, int id, bool brief)
     const nc_fit_result *f = &r->fits[id];
     const double *p = f->params.p;
     char t1[48], t2[48];
-    if (brief)
+    if (brief) /* a grid's shared legend: the name only (R^2 per layer in the metadata) */
+        return nc_fig_jprintf(j, "%s", nc_surrogate_get((nc_fit_id)id)->label);
+    if (j->fig.width_in / j->fig.cols < 5.0) /* small: no formula */
         return nc_fig_jprintf(j, "%s (R\xc2\xb2 %.4f)", nc_surrogate_get((nc_fit_id)id)->label,
                               f->r2);
     switch (id) {
@@ -147,10 +149,11 @@ bool nc_fig_scatter_panel(job *j, const nc_plan_layer *pl, nc_panel *p, bool bri
         b = 1;
     p->y0 = -b;
     p->y1 = b;
-    p->title = nc_fig_jprintf(j, "%s \xe2\x80\x94 %s, %zu \xc3\x97 %zu", pl->name,
-                              norm_label(r->norm), r->N, r->d);
+    p->title = brief ? pl->name
+                     : nc_fig_jprintf(j, "%s \xe2\x80\x94 %s, %zu \xc3\x97 %zu", pl->name,
+                                      norm_label(r->norm), r->N, r->d);
     p->xlabel = "input x";
-    p->ylabel = nc_fig_jprintf(j, "%s(x), pre-affine", norm_label(r->norm));
+    p->ylabel = nc_fig_jprintf(j, "%s(x)", norm_label(r->norm)); /* before the affine part */
     p->density_color = nc_rgb_hex(0x1f4e79);
     p->density_label = "all points";
     char nbuf[32];
@@ -164,7 +167,7 @@ bool nc_fig_scatter_panel(job *j, const nc_plan_layer *pl, nc_panel *p, bool bri
             continue;
         if (!sample_curve(j, r, id, p->x0, p->x1, false, &c[n]))
             return false;
-        c[n].label = fit_label(j, r, id, brief || j->fig.width_in / j->fig.cols < 5.0);
+        c[n].label = fit_label(j, r, id, brief);
         n++;
     }
     p->curves = c;
@@ -364,6 +367,7 @@ bool nc_fig_by_channel_panel(job *j, const nc_plan_layer *pl, nc_panel *p, size_
     if (!nc_fig_scatter_panel(j, pl, p, true))
         return false;
     p->title = nc_fig_jprintf(j, "%s \xe2\x80\x94 points by channel", pl->name);
+    p->ncurves = 0; /* the paper's figure: channels only */
     p->density_color = nc_rgb_hex(0xbbbbbb);
     p->density_label = "other channels";
     size_t used = 0;
@@ -376,7 +380,7 @@ bool nc_fig_by_channel_panel(job *j, const nc_plan_layer *pl, nc_panel *p, size_
         return false;
     for (size_t q = 0; q < k; q++) {
         char sb[32];
-        labels[q] = nc_fig_jprintf(j, "channel %zu (max |x| %s)", r->stats.top[q].channel,
+        labels[q] = nc_fig_jprintf(j, "%zu (%s)", r->stats.top[q].channel,
                                    nc_fmt_num(sb, sizeof sb, r->stats.top[q].max_abs, 3));
     }
     size_t nm = 0, seen = 0;
@@ -393,7 +397,8 @@ bool nc_fig_by_channel_panel(job *j, const nc_plan_layer *pl, nc_panel *p, size_
     }
     p->marks = m;
     p->nmarks = nm;
-    p->legend_title = stride > 1 ? nc_fig_jprintf(j, "channels (1 token in %zu)", stride) : NULL;
+    p->legend_title = stride > 1 ? nc_fig_jprintf(j, "channel (max |x|), 1 token in %zu", stride)
+                                 : "channel (max |x|)";
     return !j->oom;
 }
 
@@ -421,21 +426,26 @@ bool nc_fig_outlier_panel(job *j, const nc_plan_layer *pl, nc_panel *p)
         gd[k] = A * tanh(al * gx[k]);
         gi[k] = A * gx[k] / sqrt(gx[k] * gx[k] + Cc);
     }
+    bool small = j->fig.width_in < 5.0; /* no formulas in a small figure's legend */
     c[0] = (nc_curve){gx, gd, CURVE_POINTS, nc_fit_color(NC_FIT_DYT), 1.6, false, 0, 0,
-                      nc_fig_jprintf(j, "DyT: %.4g tanh(%.4g x), mean |residual| %.3g", A, al,
-                                     os->dyt.mean_abs_res)};
+                      small ? nc_fig_jprintf(j, "DyT (mean |res| %.3g)", os->dyt.mean_abs_res)
+                            : nc_fig_jprintf(j, "DyT: %.4g tanh(%.4g x), mean |residual| %.3g", A,
+                                             al, os->dyt.mean_abs_res)};
     c[1] = (nc_curve){gx, gi, CURVE_POINTS, nc_fit_color(NC_FIT_DYISRU), 1.6, false, 0, 0,
-                      nc_fig_jprintf(j, "DyISRU: %.4g x / \xe2\x88\x9a(x\xc2\xb2 + %.4g), "
-                                        "mean |residual| %.3g", A, Cc, os->dyisru.mean_abs_res)};
+                      small ? nc_fig_jprintf(j, "DyISRU (mean |res| %.3g)",
+                                             os->dyisru.mean_abs_res)
+                            : nc_fig_jprintf(j, "DyISRU: %.4g x / \xe2\x88\x9a(x\xc2\xb2 + %.4g), "
+                                                "mean |residual| %.3g",
+                                             A, Cc, os->dyisru.mean_abs_res)};
     h[0] = (nc_hline){A, nc_rgb_hex(0x999999), true,
                       nc_fig_jprintf(j, "\xc2\xb1 amplitude %.4g", A)};
     h[1] = (nc_hline){-A, nc_rgb_hex(0x999999), true, NULL};
-    *p = (nc_panel){.title = nc_fig_jprintf(j, "%s \xe2\x80\x94 outlier steps (DyT/DyISRU "
-                                               "residual ratio %.3g)", pl->name, os->ratio),
-                    .xlabel = "the token's largest input x", .ylabel = "its normalized output y",
+    *p = (nc_panel){.title = nc_fig_jprintf(j, "%s \xe2\x80\x94 residual ratio %.3g", pl->name,
+                                            os->ratio),
+                    .xlabel = "the token's largest input x", .ylabel = "normalized output y",
                     .x0 = -xm, .x1 = xm, .y0 = -1.15 * A, .y1 = 1.15 * A, .grid = true,
                     .curves = c, .ncurves = 2, .marks = m, .nmarks = os->points, .hlines = h,
-                    .nhlines = 2, .legend_pos = NC_LEGEND_LOWER_RIGHT};
+                    .nhlines = 2};
     return !j->oom;
 }
 
@@ -470,6 +480,6 @@ int nc_fig_tanh_panel(job *j, nc_panel *p, nc_err *err)
     *p = (nc_panel){.title = "tanh(\xce\xb1x): the squashing DyT applies",
                     .xlabel = "x", .ylabel = "tanh(\xce\xb1x)", .x0 = -xm, .x1 = xm,
                     .y0 = -1.25, .y1 = 1.25, .grid = true, .curves = cv, .ncurves = na,
-                    .hlines = hl, .nhlines = 2, .legend_pos = NC_LEGEND_LOWER_RIGHT};
+                    .hlines = hl, .nhlines = 2};
     return 0;
 }

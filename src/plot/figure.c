@@ -480,6 +480,8 @@ static void draw_tick_labels(cairo_t *cr, layout *L, const nc_panel *p, const pa
     for (size_t i = 0; i < pl->xt.n; i++)
         xasc = fmax(xasc, nc_text_measure_tick(cr, L->tick_px, pl->xt.label[i], L->digit_h).asc);
     for (size_t i = 0; i < pl->xt.n; i++) {
+        if (!pl->xt.label[i][0])
+            continue; /* left blank: no room (layout.c) */
         textbox b = nc_text_measure_tick(cr, L->tick_px, pl->xt.label[i], L->digit_h);
         double x = a->x + axis_pos(pl->xt.v[i], p->x0, p->x1, p->xlog, a->w) - b.w / 2;
         double base = bottom + room + xasc;
@@ -488,6 +490,8 @@ static void draw_tick_labels(cairo_t *cr, layout *L, const nc_panel *p, const pa
         nc_layout_record(L, tag, x, base - b.asc, b.w, b.asc + b.desc, L->tick_px);
     }
     for (size_t i = 0; i < pl->yt.n; i++) {
+        if (!pl->yt.label[i][0])
+            continue;
         textbox b = nc_text_measure_tick(cr, L->tick_px, pl->yt.label[i], L->digit_h);
         double base = bottom - axis_pos(pl->yt.v[i], p->y0, p->y1, p->ylog, a->h) + L->digit_h / 2;
         nc_text_draw_tick(cr, L->tick_px, pl->yt.label[i], left - room - b.w, base, L->digit_h);
@@ -510,22 +514,25 @@ static void draw_labels(cairo_t *cr, layout *L, const nc_figure *fig, const nc_p
     if (pl->xlab[0]) {
         double sz = nc_layout_xlabel_px(cr, fig, L, pl->xlab);
         textbox b = nc_text_measure(cr, sz, pl->xlab);
-        double x = clampd(a->x + a->w / 2.0, L->pad + fmin(b.w, maxw) / 2,
-                          L->W - L->pad - fmin(b.w, maxw) / 2);
+        double xmax = fig->cols > 1 ? a->w : maxw;
+        double x = clampd(a->x + a->w / 2.0, L->pad + fmin(b.w, xmax) / 2,
+                          L->W - L->pad - fmin(b.w, xmax) / 2);
         snprintf(tag, sizeof tag, "text panel%zu.xlabel", k);
-        draw_text(cr, L, sz, pl->xlab, x, bottom + L->rowB[row] - b.desc, 0.5, maxw, tag);
+        draw_text(cr, L, sz, pl->xlab, x, bottom + L->rowB[row] - b.desc, 0.5, xmax, tag);
     }
     if (pl->ylab[0]) {
         double sz = nc_layout_ylabel_px(cr, fig, L, pl->ylab);
         snprintf(tag, sizeof tag, "text panel%zu.ylabel", k);
-        draw_ylabel(cr, L, sz, pl->ylab, a->x - L->colL[col], a->y + a->h / 2.0,
-                    a->h + L->rowT[row] + L->rowB[row], tag);
+        draw_ylabel(cr, L, sz, pl->ylab, a->x - L->colL[col], a->y + a->h / 2.0, a->h, tag);
     }
     if (p->title && *p->title) {
         double tp = nc_layout_title_px(cr, fig, L, p->title);
         textbox b = nc_text_measure(cr, tp, p->title);
+        if (fig->cols > 1) /* a grid: each title within its frame's width */
+            maxw = a->w;
         double w = fmin(b.w, maxw);
-        double x = clampd(a->x + a->w / 2.0 - w / 2, L->pad, L->W - L->pad - w);
+        double x = fig->cols > 1 ? a->x + a->w / 2.0 - w / 2
+                                 : clampd(a->x + a->w / 2.0 - w / 2, L->pad, L->W - L->pad - w);
         snprintf(tag, sizeof tag, "text panel%zu.title", k);
         draw_text(cr, L, tp, p->title, x, a->y - TITLE_PAD_PT * L->s - b.desc, 0, maxw, tag);
     }
@@ -573,30 +580,40 @@ static const nc_density *area_density(const nc_panel *p, const nc_rect *a, nc_de
     return r;
 }
 
+/* Records "colour panelK KIND #rrggbb" once per colour and kind. */
+static void record_colour(layout *L, size_t k, const char *kind, nc_rgb c, char (*seen)[16],
+                          size_t *nseen, size_t cap)
+{
+    char hex[16], line[96];
+    snprintf(hex, sizeof hex, "%c#%02x%02x%02x", kind[0], (unsigned)lround(255 * clamp01(c.r)),
+             (unsigned)lround(255 * clamp01(c.g)), (unsigned)lround(255 * clamp01(c.b)));
+    for (size_t i = 0; i < *nseen; i++)
+        if (strcmp(seen[i], hex) == 0)
+            return;
+    if (*nseen < cap)
+        snprintf(seen[(*nseen)++], 16, "%s", hex);
+    snprintf(line, sizeof line, "colour panel%zu %s %s", k, kind, hex + 1);
+    nc_layout_record_line(L, line);
+}
+
 /* What the layout test needs to tell data from text: each panel's data
  * colours (cloud, curves, marks, lines), as "colour panelK KIND #rrggbb". */
 static void record_colours(layout *L, const nc_panel *p, size_t k)
 {
-    char line[96];
-#define REC(kind, c)                                                                             \
-    do {                                                                                         \
-        snprintf(line, sizeof line, "colour panel%zu %s #%02x%02x%02x", k, kind,                 \
-                 (unsigned)lround(255 * clamp01((c).r)), (unsigned)lround(255 * clamp01((c).g)), \
-                 (unsigned)lround(255 * clamp01((c).b)));                                        \
-        nc_layout_record_line(L, line);                                                          \
-    } while (0)
+    char seen[64][16];
+    size_t n = 0, cap = sizeof seen / sizeof seen[0];
+    if (!L->rec)
+        return;
     if (p->density && !p->density->rgb)
-        REC("cloud", p->density_color);
+        record_colour(L, k, "cloud", p->density_color, seen, &n, cap);
     for (size_t i = 0; i < p->ncurves; i++)
-        REC("curve", p->curves[i].color);
+        record_colour(L, k, "curve", p->curves[i].color, seen, &n, cap);
     for (size_t i = 0; i < p->nmarks; i++)
-        if (i == 0 || memcmp(&p->marks[i].color, &p->marks[i - 1].color, sizeof(nc_rgb)) != 0)
-            REC("mark", p->marks[i].color);
+        record_colour(L, k, "mark", p->marks[i].color, seen, &n, cap);
     for (size_t i = 0; i < p->nvlines; i++)
-        REC("line", p->vlines[i].color);
+        record_colour(L, k, "line", p->vlines[i].color, seen, &n, cap);
     for (size_t i = 0; i < p->nhlines; i++)
-        REC("line", p->hlines[i].color);
-#undef REC
+        record_colour(L, k, "line", p->hlines[i].color, seen, &n, cap);
 }
 
 /* Panel k, bottom to top (figure.h). */

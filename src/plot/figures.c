@@ -170,6 +170,8 @@ typedef struct ctx {
     raster_req *req;
     size_t nreq, capreq;
     size_t *sel, nsel; /* the plan layers of the spec being built */
+    size_t nrun;       /* the layers it selects in the whole run, shards included
+                        * (file names must not depend on the sharding) */
 } ctx;
 
 static job *new_job(ctx *c, const nc_fig_spec *spec, nc_err *err)
@@ -236,8 +238,13 @@ static int select_layers(ctx *c, const nc_fig_spec *spec, nc_err *err)
     c->sel = malloc((plan->nlayers ? plan->nlayers : 1) * sizeof *c->sel);
     if (!c->sel)
         return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    c->nrun = 0;
     for (size_t k = 0; k < plan->nlayers; k++) {
         const nc_plan_layer *pl = &plan->layers[k];
+        if (layer_selected(spec, pl->name) &&
+            (spec->kind != NC_FIG_OUTLIER_STEPS || pl->has_outlier_steps ||
+             (pl->cfg && pl->cfg->outlier_steps)))
+            c->nrun++;
         if (!layer_selected(spec, pl->name) || (!pl->in_shard && pl->result.points == 0))
             continue; /* another shard's layer (plan.h) */
         if (spec->kind == NC_FIG_OUTLIER_STEPS && !pl->has_outlier_steps)
@@ -355,6 +362,12 @@ static int grid_panels(ctx *c, job *j, nc_err *err)
         if (!nc_fig_scatter_panel(j, pl, &j->panels[k], true))
             return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
     }
+    for (size_t k = 0; k < c->nsel; k++) { /* axis labels once per row and column */
+        if (k % (size_t)j->fig.cols)
+            j->panels[k].ylabel = NULL;
+        if (k + (size_t)j->fig.cols < c->nsel)
+            j->panels[k].xlabel = NULL;
+    }
     int rc = 0;
     for (size_t k = 0; k < c->nsel && !rc; k++)
         if (c->plan->layers[c->sel[k]].result.points > 0)
@@ -380,7 +393,8 @@ static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
                                                         : 1;
         if (!nc_fig_job_panels(j, np))
             return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-        job_stem(j, spec, per_layer ? &c->plan->layers[c->sel[q]] : NULL, nj);
+        job_stem(j, spec, per_layer ? &c->plan->layers[c->sel[q]] : NULL,
+                 per_layer ? c->nrun : 1);
         switch (spec->kind) {
         case NC_FIG_SCATTER_GRID: rc = grid_panels(c, j, err); break;
         case NC_FIG_ALPHA_STD:
@@ -439,7 +453,9 @@ int nc_figures_render(const struct nc_plan *plan, const nc_fig_spec *specs, size
             if (c.req[q].layer == l)
                 mine[m++] = c.req[q];
         nc_plan_layer_memory(&plan->layers[l], true);
+        nc_plan_layer_memory(&plan->layers[l], true);
         rc = raster_pass(&plan->layers[l], mine, m, threads, err);
+        nc_plan_layer_memory(&plan->layers[l], false); /* one layer resident at a time */
         nc_plan_layer_memory(&plan->layers[l], false); /* one layer resident at a time */
         free(mine);
     }

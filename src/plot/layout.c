@@ -10,6 +10,7 @@
 #include <cairo.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,35 @@ static int axis_ticks(double lo, double hi, bool log, int target, nc_ticks *t)
 
 /* Ticks for an axis of len px whose labels must not collide: start from
  * the target the length suggests and take fewer until they fit. */
+/* Whether the labels of t (not blank) are far enough apart on an axis of
+ * len px. */
+static bool labels_fit(cairo_t *cr, const layout *L, const nc_ticks *t, double lo, double hi,
+                       bool log, double len, bool horizontal)
+{
+    size_t prev = SIZE_MAX;
+    for (size_t i = 0; i < t->n; i++) {
+        if (!t->label[i][0])
+            continue;
+        if (prev != SIZE_MAX) {
+            double d = axis_pos(t->v[i], lo, hi, log, len) - axis_pos(t->v[prev], lo, hi, log, len);
+            double need = L->digit_h + 0.6 * L->tick_px;
+            if (horizontal) {
+                double wa = nc_text_measure_tick(cr, L->tick_px, t->label[prev], L->digit_h).w;
+                double wb = nc_text_measure_tick(cr, L->tick_px, t->label[i], L->digit_h).w;
+                need = (wa + wb) / 2 + 0.6 * L->tick_px;
+            }
+            if (d < 1.1 * need)
+                return false;
+        }
+        prev = i;
+    }
+    return true;
+}
+
+/* Ticks for an axis of len px whose labels must not collide: start from
+ * the target the length suggests and take fewer until they fit; when even
+ * the fewest collide, every other label is left blank (the one at 0, if
+ * any, kept), then all but one. */
 static void fit_ticks(cairo_t *cr, const layout *L, double lo, double hi, bool log, double len,
                       bool horizontal, nc_ticks *t)
 {
@@ -32,21 +62,18 @@ static void fit_ticks(cairo_t *cr, const layout *L, double lo, double hi, bool l
     for (; target >= 1; target--) {
         if (axis_ticks(lo, hi, log, target, t) != 0)
             return; /* cannot happen after check_figure (figure.c); keep no ticks */
-        bool fits = true;
-        for (size_t i = 1; i < t->n && fits; i++) {
-            double d = axis_pos(t->v[i], lo, hi, log, len) -
-                       axis_pos(t->v[i - 1], lo, hi, log, len);
-            if (horizontal) {
-                double wa = nc_text_measure_tick(cr, L->tick_px, t->label[i - 1], L->digit_h).w;
-                double wb = nc_text_measure_tick(cr, L->tick_px, t->label[i], L->digit_h).w;
-                fits = d >= 1.1 * ((wa + wb) / 2 + 0.6 * L->tick_px);
-            } else {
-                fits = d >= 1.1 * (L->digit_h + 0.6 * L->tick_px);
-            }
-        }
-        if (fits)
+        if (labels_fit(cr, L, t, lo, hi, log, len, horizontal))
             return;
     }
+    size_t keep = 0; /* the parity to keep: that of the tick at 0 */
+    for (size_t i = 0; i < t->n; i++)
+        if (t->v[i] == 0)
+            keep = i % 2;
+    for (size_t i = 0; i < t->n; i++)
+        if (i % 2 != keep)
+            t->label[i][0] = '\0';
+    for (size_t i = t->n; i-- > 1 && !labels_fit(cr, L, t, lo, hi, log, len, horizontal);)
+        t->label[i][0] = '\0';
 }
 
 /* An axis label with its axis' shared factor: "input x (\u00d710\u00b3)". */
@@ -221,7 +248,7 @@ static double cell_w(const nc_figure *fig, const layout *L)
 
 static double cell_h(const nc_figure *fig, const layout *L)
 {
-    return (L->H - 2 * L->pad - L->strip_h - L->suptitle_h) / fig->rows - L->font_px;
+    return (L->H - 2 * L->pad - L->strip_h - L->suptitle_h) / fig->rows - 5 * L->font_px;
 }
 
 double nc_layout_title_px(cairo_t *cr, const nc_figure *fig, const layout *L, const char *s)

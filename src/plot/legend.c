@@ -18,7 +18,7 @@
 
 #define INK_CELL 4          /* px per cell of the legend placement grid */
 #define INK_LINE_WEIGHT 3.0 /* ink where a line or marker passes (a cloud gives 0 to 1) */
-#define LEGEND_SLIVER 0.02  /* most of a legend box the cloud may cover (share of its area) */
+#define LEGEND_SLIVER 0.015 /* most of a legend box the cloud may cover (share of its area) */
 
 enum { ENTRY_LINE, ENTRY_MARK, ENTRY_PATCH, ENTRY_CMAP };
 
@@ -449,6 +449,9 @@ int nc_legend_plan(const nc_figure *fig, layout *L, double *strip_h)
     *strip_h = 0;
     cairo_surface_t *surf = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
     cairo_t *cr = cairo_create(surf);
+    cairo_font_options_t *fo = nc_text_options(); /* measure as the drawing will */
+    cairo_set_font_options(cr, fo);
+    cairo_font_options_destroy(fo);
     int rc = cairo_status(cr) == CAIRO_STATUS_SUCCESS ? 0 : -1;
     bool any = false;
     for (size_t k = 0; k < fig->npanels && !rc; k++) {
@@ -528,6 +531,8 @@ static void draw_note(cairo_t *cr, layout *L, const nc_panel *p, const nc_rect *
     cairo_font_extents(cr, &fe);
     textbox tb = nc_text_measure(cr, np, p->note);
     double bw = tb.w + 0.6 * np, bh = fe.ascent + fe.descent + 0.3 * np;
+    if (bw + 2 * pad > a->w || bh + 2 * pad > a->h)
+        return; /* a note wider than its panel is left out */
     int pos = best_position(m, a, pad, bw, bh, NC_LEGEND_UPPER_RIGHT, NC_LEGEND_LOWER_RIGHT, NULL);
     double x, y;
     box_at(pos, a, pad, bw, bh, &x, &y);

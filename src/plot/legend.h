@@ -8,14 +8,15 @@
  * It goes where the panel asks; for NC_LEGEND_AUTO to the one of the nine
  * positions inside the frame covering the least ink (lines first, then
  * the cloud; ties to the earlier in figure.h's order), but only when that
- * position covers no curve, marker or line and at most LEGEND_SLIVER (2 %)
+ * position covers no curve, marker or line and at most LEGEND_SLIVER (1.5 %)
  * of its area is cloud; else, as for NC_LEGEND_OUTSIDE and for every panel
  * of a figure with a shared legend, to one box in a strip below the
  * panels, centred, in as many columns as fit. Ink is counted on a grid of
  * INK_CELL px: the share of each cell the cloud covers (from the counts,
  * each point as the dot it prints as), and the cells curves, markers and
  * lines pass within their half width. The note then takes the least inked
- * of the four corners, the legend counting as full.
+ * of the four corners, the legend counting as full; a note wider than
+ * its panel is left out.
  *
  * Left out: legends too long for the strip (drawn, overflowing).
  */

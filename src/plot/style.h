@@ -59,7 +59,7 @@
 #define LEG_HANDLELEN 2.0
 #define LEG_HANDLEPAD 0.8
 #define LEG_AXESPAD 0.5
-#define LEG_COLSPACING 2.0
+#define LEG_COLSPACING 1.2 /* between the columns of the legend strip */
 #define LEG_ALPHA 0.8 /* opacity of the legend's white box */
 
 static const nc_rgb TEXT_RGB = {0.10, 0.10, 0.10};

@@ -197,7 +197,7 @@ static const char style[] =
     "table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #ddd;padding:3px "
     "6px;text-align:right;vertical-align:middle}th{background:#eee;cursor:pointer;"
     "white-space:nowrap;user-select:none}th.asc:after{content:' \\25B2'}th.desc:after"
-    "{content:' \\25BC'}td.t{text-align:left}td.figs img{height:72px;margin-right:3px;"
+    "{content:' \\25BC'}td.t{text-align:left}td.figs{white-space:nowrap}td.figs img{height:72px;margin-right:3px;"
     "border:1px solid #ccc}tr:nth-child(even){background:#fafafa}";
 
 /* Sorting (click a header; #sort=key or #sort=-key), and a check the tests
@@ -268,15 +268,25 @@ static void header(buf *b, const cJSON *root, size_t nlayers)
     puts_(b, "</code></p>\n");
 }
 
+/* A layer's verdict: its own "verdict", else that of its entry in the
+ * run-level block's per_layer list (report.json "run"). */
+static const char *layer_verdict(const cJSON *root, const cJSON *l)
+{
+    const char *v = verdict_of(l), *name = str_at(l, "name");
+    const cJSON *p;
+    cJSON_ArrayForEach(p, at(root, "run.per_layer"))
+    {
+        const char *pn = str_at(p, "name");
+        if (!v && name && pn && strcmp(pn, name) == 0)
+            v = verdict_of(p);
+    }
+    return v;
+}
+
 static void run_block(buf *b, const cJSON *root, const cJSON *layers, const cJSON *outs)
 {
-    const char *v = NULL;
+    const char *v = verdict_of(cJSON_GetObjectItemCaseSensitive(root, "run"));
     const cJSON *it;
-    cJSON_ArrayForEach(it, root)
-    {
-        if (cJSON_IsObject(it) && (v = verdict_of(it)) != NULL)
-            break; /* the run-level block's verdict */
-    }
     puts_(b, "<div class=\"verdict\" id=\"run-verdict\"><b>Verdict:</b> ");
     esc(b, v ? v : "this report has no run-level verdict");
     puts_(b, "</div>\n<h2>Run-level figures</h2>\n<div class=\"runfigs\">");
@@ -302,7 +312,7 @@ static void cell(buf *b, double v)
         puts_(b, "<td data-v=\"\">&ndash;</td>");
 }
 
-static void layer_rows(buf *b, const cJSON *layers, const cJSON *outs)
+static void layer_rows(buf *b, const cJSON *root, const cJSON *layers, const cJSON *outs)
 {
     puts_(b, "<h2>Layers</h2>\n<p class=\"meta\">Click a column to sort. Thumbnails link to "
              "the figures.</p>\n<table id=\"layers\"><thead><tr>"
@@ -327,8 +337,8 @@ static void layer_rows(buf *b, const cJSON *layers, const cJSON *outs)
         puts_(b, "</td>");
         for (size_t c = 0; c < NCOLS; c++)
             cell(b, num_at(l, cols[c].path));
-        const char *v = verdict_of(l);
-        puts_(b, "<td class=\"t\">");
+        const char *v = layer_verdict(root, l);
+        puts_(b, "<td class=\"t v\">");
         esc(b, v ? v : "\xe2\x80\x93");
         puts_(b, "</td><td class=\"t figs\">");
         const cJSON *f;
@@ -357,7 +367,7 @@ int nc_report_html(const char *report_json, char **html, nc_err *err)
     buf b = {.ok = true};
     header(&b, root, (size_t)cJSON_GetArraySize(layers));
     run_block(&b, root, layers, outs);
-    layer_rows(&b, layers, outs);
+    layer_rows(&b, root, layers, outs);
     puts_(&b, "<p id=\"nc-check\" hidden></p>\n<script>");
     puts_(&b, script);
     puts_(&b, "</script>\n</body></html>\n");

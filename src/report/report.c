@@ -565,6 +565,52 @@ static void add_sweep(builder *b, cJSON *sweeps, const nc_sweep_result *s)
     ensure_status(b, o, "undefined values (no fit to compare with, or no data)");
 }
 
+static void add_detection(builder *b, cJSON *c, const nc_norm_detect *det)
+{
+    cJSON *o = obj(b, c, "detection");
+    num(b, o, "tokens", (double)det->tokens);
+    cJSON *rr = obj(b, o, "relative_residual");
+    num(b, rr, "layernorm", det->rel_resid[NC_LAYERNORM]);
+    num(b, rr, "rmsnorm", det->rel_resid[NC_RMSNORM]);
+    str(b, o, "kind", nc_norm_name(det->kind));
+    boolean(b, o, "kind_fits", det->fits);
+    boolean(b, o, "kind_identified", det->kind_identified);
+    num(b, o, "eps_estimate", det->eps_hat);
+    num(b, o, "eps_se", det->eps_se);
+    boolean(b, o, "eps_identified", det->eps_identified);
+    if (!det->eps_identified)
+        num(b, o, "eps_upper_bound", det->eps_bound);
+    ensure_status(b, o, "too few tokens with a defined scale to estimate eps");
+}
+
+/* The real-output check (plan/check.h): the final comparison, and when the
+ * first pass disagreed, what it used and what the detection found. */
+static void add_real_check(builder *b, cJSON *lo, const nc_plan_layer *pl)
+{
+    const nc_layer_result *r = &pl->result;
+    const nc_real_check *k = &pl->check;
+    cJSON *c = obj(b, lo, "real_output_check");
+    num(b, c, "max_abs_diff", r->real_max_abs_diff);
+    num(b, c, "rms_diff", r->real_rms_diff);
+    num(b, c, "real_max_abs", r->real_max_abs);
+    num(b, c, "tolerance", k->tol);
+    boolean(b, c, "affine_applied", r->real_affine);
+    str(b, c, "status", k->status ? k->status : "ok");
+    if (!isfinite(r->real_max_abs_diff))
+        str(b, c, "reason", "the real output has non-finite values where the input is finite");
+    if (k->rerun || k->detected) {
+        cJSON *f = obj(b, c, "first_pass");
+        str(b, f, "norm", nc_norm_name(k->first_norm));
+        num(b, f, "eps", k->first_eps);
+        num(b, f, "max_abs_diff", k->first_max_abs_diff);
+        num(b, f, "rms_diff", k->first_rms_diff);
+    }
+    if (k->detected)
+        add_detection(b, c, &k->det);
+    if (k->message[0])
+        str(b, c, "message", k->message);
+}
+
 static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
 {
     const nc_layer_result *r = &pl->result;
@@ -575,14 +621,10 @@ static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
     num(b, lo, "tokens", (double)r->N);
     num(b, lo, "dim", (double)r->d);
     add_stats(b, lo, r);
-    if (r->has_real) {
-        cJSON *c = obj(b, lo, "real_output_check");
-        num(b, c, "max_abs_diff", r->real_max_abs_diff);
-        num(b, c, "rms_diff", r->real_rms_diff);
-        boolean(b, c, "affine_applied", r->real_affine);
-        if (!isfinite(r->real_max_abs_diff))
-            str(b, c, "status", "the real output has non-finite values where the input is finite");
-    }
+    str(b, lo, "norm_source", nc_src_name(pl->norm_source));
+    str(b, lo, "eps_source", nc_src_name(pl->eps_source));
+    if (r->has_real)
+        add_real_check(b, lo, pl);
     cJSON *fd = obj(b, lo, "fit_data");
     num(b, fd, "points", (double)r->points);
     str(b, fd, "mode", r->binned ? "binned" : "exact");
@@ -790,7 +832,7 @@ int nc_report_json(const nc_plan *plan, const char *command, const char *const *
     for (size_t k = 0; layers && k < plan->nlayers; k++)
         if (plan->layers[k].done)
             add_layer(&b, layers, &plan->layers[k]);
-    if (plan->has_run)
+    if (plan->has_run && plan->run.nlayers >= 2)
         add_run(&b, root, plan->summaries, &plan->run);
     if (!nc_report_add_shard(root, plan))
         b.ok = false;

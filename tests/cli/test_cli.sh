@@ -175,4 +175,12 @@ run "$NC" run "$T/loop.json" --out "$OUT/bad"
 expect_status 2
 expect_err "normcmp: $T/loop.json: cannot open config file: Too many levels of symbolic links"
 expect_no_file "$OUT/bad"
+# ---- user-facing text points to the repository's docs, not to files
+# outside it (BRIEF.md, DESIGN.md)
+for c in "" inspect synth norm fit jacobian plot sweep run merge; do
+    "$NC" $c --help >>"$T/all_help" 2>&1
+done
+run grep -l -E 'BRIEF\.md|DESIGN\.md' README.md docs/*.md docs/normcmp.1 "$T/all_help"
+check "no BRIEF.md or DESIGN.md in README, docs/ or --help: $(tr '\n' ' ' <"$T/.out")" \
+    test "$_status" -eq 1
 done_tests

@@ -62,6 +62,12 @@ if check.get("data-images") != str(len(pngs)) or check.get("data-decoded") != st
 want = [l["name"] for l in sorted(rep["layers"], key=lambda l: -l["fits"]["dyt"]["r2"])]
 if check.get("data-sorted") != "r2_dyt desc" or rows != want:
     bad.append(f"sorted {check.get('data-sorted')}: {rows} vs {want}")
+import html as H
+text = H.unescape(open(dom).read())
+verdicts = [rep["run"]["verdict"]] + [p["verdict"] for p in rep["run"]["per_layer"]]
+missing = [v for v in verdicts if v not in text]
+if missing:
+    bad.append(f"verdicts not on the page: {missing[:2]}")
 im = Image.open(shot).convert("RGB")
 if im.size != (1200, 900):
     bad.append(f"screenshot size {im.size}")

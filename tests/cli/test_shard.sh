@@ -20,8 +20,9 @@ write_config() { # $1 file, $2 seed of the run
   ],
   "figures": [
     {"type": "scatter"},
-    {"type": "jacobian", "layers": ["late*", "m2"]},
+    {"type": "jacobian", "layers": ["late*", "m2"], "name": "jac"},
     {"type": "alpha-std"},
+    {"type": "alpha-depth"},
     {"type": "tanh-family"},
     {"type": "scatter-grid", "layers": ["e1", "late2"]}
   ]
@@ -50,6 +51,30 @@ expect_status 0
 expect_out_has ok
 expect_file "$T/merged/index.html"
 
+# a model-sized plan: 70 layers (more than the 64 figures' selection once
+# held), each with its scatter, sharded in 2 and merged
+{
+    echo '{"name": "many", "layers": ['
+    i=0
+    while [ $i -lt 70 ]; do
+        printf '{"synth": {"preset": "late", "tokens": 48, "dim": 16, "seed": %d}, "label": "l%02d"}%s\n' \
+            $((i + 1)) $i "$([ $i -lt 69 ] && echo ,)"
+        i=$((i + 1))
+    done
+    echo '], "figures": [{"type": "scatter"}, {"type": "alpha-std"}]}'
+} >"$T/many.json"
+run "$NC" run "$T/many.json" --out "$T/many" --quiet
+expect_status 0
+expect_file "$T/many/l69_scatter.png"
+run "$NC" run "$T/many.json" --shard 1/2 --out "$T/many1" --quiet
+expect_status 0
+run "$NC" run "$T/many.json" --shard 2/2 --out "$T/many2" --quiet
+expect_status 0
+run "$NC" merge "$T/many_merged" "$T/many1" "$T/many2" --quiet
+expect_status 0
+run /usr/bin/python3 tests/cli/merge_compare.py "$T/many" "$T/many_merged"
+expect_status 0
+
 # refusals: one line, exit 2, no output folder
 run "$NC" merge "$T/m1" "$T/shard1" "$T/shard2"
 expect_status 2
@@ -77,6 +102,15 @@ run "$NC" merge "$T/m6" "$T/nowhere"
 expect_status 2
 expect_err "normcmp: merge: $T/nowhere/report.json: cannot read (expected the output folder of 'normcmp run CONFIG --shard K/N')"
 expect_no_file "$T/m6"
+# an input rewritten between two shards' runs
+"$NC" synth -o "$T/three.safetensors" --preset all --tokens 512 --dim 96 --seed 5 --affine \
+    >/dev/null 2>&1
+run "$NC" run "$T/c.json" --shard 3/3 --out "$T/shard3b" --quiet
+expect_status 0
+run "$NC" merge "$T/m7" "$T/shard1" "$T/shard2" "$T/shard3b"
+expect_status 2
+expect_err "normcmp: merge: input $T/three.safetensors has different SHA-256 in two shards (the file changed between their runs)"
+expect_no_file "$T/m7"
 # --shard values
 for bad in 0/3 4/3 3 /3 a/b; do
     run "$NC" run "$T/c.json" --shard "$bad" --out "$T/bad" --quiet
