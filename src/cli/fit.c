@@ -546,7 +546,12 @@ static int figure_option(int c, const char *arg, fit_args *a, nc_err *err)
             return cli_fail(err);
         return OPT_DONE;
     case OPT_CURVES:
-        return nc_fits_parse("--curves", arg, fo->curves, err) ? cli_fail(err) : OPT_DONE;
+        if (nc_fits_parse("--curves", arg, fo->curves, err))
+            return cli_fail(err);
+        if (fo->curves[NC_FIT_DYT_PER_CHANNEL])
+            return cli_usage_error(a->cmd, "--curves: dyt_per_channel has a gamma_i, beta_i per "
+                                   "channel and is not drawn as one curve (it is in the report)");
+        return OPT_DONE;
     case OPT_LEGEND:
         if (!nc_fig_legend_parse(arg, &fo->legend))
             return cli_usage_error(a->cmd, "--legend: expected auto, none, outside, upper-left, "
