@@ -20,8 +20,9 @@ write_config() { # $1 file, $2 seed of the run
   ],
   "figures": [
     {"type": "scatter"},
-    {"type": "jacobian", "layers": ["late*", "m2"]},
+    {"type": "jacobian", "layers": ["late*", "m2"], "name": "jac"},
     {"type": "alpha-std"},
+    {"type": "alpha-depth"},
     {"type": "tanh-family"},
     {"type": "scatter-grid", "layers": ["e1", "late2"]}
   ]
