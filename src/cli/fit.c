@@ -5,10 +5,13 @@
  * `run` reads one; both go through cli_execute. Flags given to `run`
  * override the config's values.
  */
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "util/parse.h"
@@ -723,11 +726,13 @@ static const struct option run_options[] = {
 static const char *data_file_kind(const char *path)
 {
     unsigned char b[9];
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block */
+    struct stat st;
+    if (fd < 0)
         return NULL;
-    size_t n = fread(b, 1, sizeof b, f);
-    fclose(f);
+    ssize_t got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, b, sizeof b) : 0;
+    close(fd);
+    size_t n = got > 0 ? (size_t)got : 0;
     if (n >= 6 && memcmp(b, "\x93NUMPY", 6) == 0)
         return "an .npy";
     if (n == 9 && b[8] == '{' && b[7] == 0 && b[6] == 0 && b[5] == 0)
