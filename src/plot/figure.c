@@ -333,19 +333,28 @@ static const nc_density *area_density(const nc_panel *p, const nc_rect *a, nc_de
         return d;
     nc_err e = {0};
     nc_density *r;
-    if (nc_density_alloc(a->w, a->h, d->x0, d->x1, d->y0, d->y1, d->rgb != NULL, &r, &e) != 0)
+    size_t *col = malloc((size_t)d->w * sizeof *col);
+    if (!col || nc_density_alloc(a->w, a->h, d->x0, d->x1, d->y0, d->y1, d->rgb != NULL, &r,
+                                 &e) != 0) {
+        free(col);
         return d; /* drawn scaled by cairo instead */
+    }
+    for (int i = 0; i < d->w; i++)
+        col[i] = (size_t)((int64_t)i * a->w / d->w);
     for (int j = 0; j < d->h; j++) {
-        size_t tj = (size_t)((int64_t)j * a->h / d->h);
+        const uint32_t *src = d->count + (size_t)j * (size_t)d->w;
+        size_t base = (size_t)((int64_t)j * a->h / d->h) * (size_t)a->w;
+        uint32_t *dst = r->count + base;
         for (int i = 0; i < d->w; i++) {
-            size_t src = (size_t)j * (size_t)d->w + (size_t)i;
-            size_t dst = tj * (size_t)a->w + (size_t)((int64_t)i * a->w / d->w);
-            uint64_t c = (uint64_t)r->count[dst] + d->count[src];
-            r->count[dst] = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+            if (!src[i])
+                continue;
+            uint64_t c = (uint64_t)dst[col[i]] + src[i];
+            dst[col[i]] = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
             for (int q = 0; r->rgb && q < 3; q++)
-                r->rgb[3 * dst + q] += d->rgb[3 * src + q];
+                r->rgb[3 * (base + col[i]) + q] += d->rgb[3 * ((size_t)j * (size_t)d->w + (size_t)i) + q];
         }
     }
+    free(col);
     r->outside = d->outside;
     *tmp = r;
     return r;
