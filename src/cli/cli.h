@@ -81,6 +81,11 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
  * when computed), or the Jacobian table alone (`normcmp jacobian`). */
 extern bool cli_summary_jacobian_only;
 
+/* Test-only hooks from the environment (cli/hooks.c): the only place
+ * normcmp reads its environment. NORMCMP_TEST_STEP_MS=N sleeps N ms
+ * between the steps of writing and committing outputs. */
+void cli_test_hooks(void);
+
 struct nc_plan;
 /* The fits table of a finished plan on stdout: every fit that ran, the
  * norm used and its source (summary.c). */

@@ -250,8 +250,8 @@ static int write_outputs(const nc_config *cfg, const nc_plan *plan, const char *
                          const char *config_path, bool quiet, run_files *o, nc_err *err)
 {
     char *json = NULL;
-    int rc = nc_outset_alloc(cfg->output, &o->set, err);
-    if (!rc && config_path && (rc = copy_config(o->set, config_path, err)) == 0)
+    int rc = 0; /* o->set: allocated by cli_execute before the analysis */
+    if (config_path && (rc = copy_config(o->set, config_path, err)) == 0)
         add_name(o, "config.json");
     if (!rc && cfg->nfigures)
         rc = write_figures(cfg, plan, command, quiet, o, err);
@@ -344,20 +344,22 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
     nc_progress *progress = NULL;
     run_files *o = calloc(1, sizeof *o);
     int status = 0;
-    struct stat st;
-    bool existed = stat(cfg->output, &st) == 0, created = false;
 
     if (!o) {
         nc_err_set(&err, NC_ENOMEM, "out of memory");
         goto fail;
     }
-    if (nc_plan_open(cfg, &plan, &err) != 0 || nc_mkdirs(cfg->output, &err) != 0)
+    /* the output folder's set: lock, staging folder; all or nothing */
+    if (nc_plan_open(cfg, &plan, &err) != 0 ||
+        nc_outset_alloc_folder(cfg->output, &o->set, &err) != 0)
         goto fail;
+    for (size_t k = 0; k < plan->ndumps; k++)
+        if (nc_outset_protect(o->set, nc_dump_path(plan->dumps[k])) != 0)
+            goto nomem;
+    if (config_path && nc_outset_protect(o->set, config_path) != 0)
+        goto nomem;
     if (!quiet)
         warn_companion_inputs(plan);
-    created = !existed;
-    if (created)
-        nc_outfile_created_dir(cfg->output);
     progress = nc_progress_alloc(!quiet);
     if (nc_plan_run(plan, progress, &err) != 0)
         goto fail;
@@ -374,13 +376,14 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
                 o->n > (config_path ? 2u : 1u) ? " and figures" : "");
     status = cli_strict_status(plan, cfg->strict);
     goto out;
+nomem:
+    nc_err_set(&err, NC_ENOMEM, "out of memory");
 fail:
     nc_progress_free(progress);
+    if (o)
+        nc_outset_abort(o->set); /* and the folders it created */
     status = cli_fail(&err);
-    if (created)
-        rmdir(cfg->output); /* only if still empty: earlier results stay */
 out:
-    nc_outfile_created_dir(NULL);
     for (size_t k = 0; o && k < o->n; k++)
         free(o->names[k]);
     free(o);

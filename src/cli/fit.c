@@ -5,10 +5,13 @@
  * `run` reads one; both go through cli_execute. Flags given to `run`
  * override the config's values.
  */
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "util/parse.h"
@@ -543,7 +546,12 @@ static int figure_option(int c, const char *arg, fit_args *a, nc_err *err)
             return cli_fail(err);
         return OPT_DONE;
     case OPT_CURVES:
-        return nc_fits_parse("--curves", arg, fo->curves, err) ? cli_fail(err) : OPT_DONE;
+        if (nc_fits_parse("--curves", arg, fo->curves, err))
+            return cli_fail(err);
+        if (fo->curves[NC_FIT_DYT_PER_CHANNEL])
+            return cli_usage_error(a->cmd, "--curves: dyt_per_channel has a gamma_i, beta_i per "
+                                   "channel and is not drawn as one curve (it is in the report)");
+        return OPT_DONE;
     case OPT_LEGEND:
         if (!nc_fig_legend_parse(arg, &fo->legend))
             return cli_usage_error(a->cmd, "--legend: expected auto, none, outside, upper-left, "
@@ -718,11 +726,13 @@ static const struct option run_options[] = {
 static const char *data_file_kind(const char *path)
 {
     unsigned char b[9];
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block */
+    struct stat st;
+    if (fd < 0)
         return NULL;
-    size_t n = fread(b, 1, sizeof b, f);
-    fclose(f);
+    ssize_t got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, b, sizeof b) : 0;
+    close(fd);
+    size_t n = got > 0 ? (size_t)got : 0;
     if (n >= 6 && memcmp(b, "\x93NUMPY", 6) == 0)
         return "an .npy";
     if (n == 9 && b[8] == '{' && b[7] == 0 && b[6] == 0 && b[5] == 0)

@@ -497,12 +497,8 @@ static int write_merged(const shard *s, size_t n, const char *out, const char *c
     int rc = outs.name ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory");
     if (!rc)
         rc = merged_root(s, n, out, command, &root, err);
-    struct stat st;
-    bool created = stat(out, &st) != 0;
-    if (!rc)
-        rc = nc_mkdirs(out, err);
-    if (!rc)
-        rc = nc_outset_alloc(out, &set, err);
+    if (!rc) /* the whole folder appears at once (util/outfile.h) */
+        rc = nc_outset_alloc_folder(out, &set, err);
     if (!rc)
         rc = copy_outputs(s, n, set, &outs, err);
     if (!rc)
@@ -537,9 +533,7 @@ static int write_merged(const shard *s, size_t n, const char *out, const char *c
         rc = nc_outset_commit(set, err);
         set = NULL;
     }
-    nc_outset_abort(set);
-    if (rc && created)
-        rmdir(out); /* only if still empty */
+    nc_outset_abort(set); /* and the folders it created */
     free(html);
     free(json);
     cJSON_Delete(root);

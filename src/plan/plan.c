@@ -477,6 +477,39 @@ static int open_synth_layer(nc_plan *plan, const nc_config_layer *cl, nc_err *er
     return 0;
 }
 
+/* Every layer pattern of every figure matches a layer of the plan: a
+ * figure that would select nothing is refused before any analysis, naming
+ * the config file and the key path (or the --layer flag). */
+static int check_figure_layers(const nc_plan *plan, nc_err *err)
+{
+    const nc_config *cfg = plan->cfg;
+    bool flags = strcmp(cfg->source, "command line") == 0;
+    for (size_t f = 0; f < cfg->nfigures; f++) {
+        const nc_fig_spec *spec = &cfg->figures[f];
+        for (size_t q = 0; q < spec->nlayers; q++) {
+            bool hit = false;
+            for (size_t k = 0; k < plan->nlayers && !hit; k++)
+                hit = nc_glob_match(spec->layers[q], plan->layers[k].name);
+            if (hit)
+                continue;
+            char names[200];
+            size_t o = 0;
+            for (size_t k = 0; k < plan->nlayers && o + 1 < sizeof names; k++)
+                o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", k ? ", " : "",
+                                      plan->layers[k].name);
+            if (o >= sizeof names)
+                snprintf(names + sizeof names - 5, 5, "...");
+            if (flags)
+                return nc_err_set(err, NC_EINVAL, "--layer '%s' matches no layer (the layers: "
+                                  "%s)", spec->layers[q], names);
+            return nc_err_set(err, NC_EINVAL, "%s: figures[%zu].layers[%zu]: '%s' matches no "
+                              "layer (the layers: %s)", cfg->source, f, q, spec->layers[q],
+                              names);
+        }
+    }
+    return 0;
+}
+
 int nc_plan_open(const nc_config *cfg, nc_plan **out, nc_err *err)
 {
     *out = NULL;
@@ -495,6 +528,8 @@ int nc_plan_open(const nc_config *cfg, nc_plan **out, nc_err *err)
             if (strcmp(plan->layers[a].name, plan->layers[b].name) == 0)
                 rc = nc_err_set(err, NC_EINVAL, "%s: two layers are named '%s' (give them "
                                 "distinct 'label's)", cfg->source, plan->layers[a].name);
+    if (!rc)
+        rc = check_figure_layers(plan, err);
     if (rc) {
         nc_plan_close(plan);
         return rc;

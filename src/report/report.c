@@ -120,15 +120,32 @@ static const char *amp_text(nc_amp a, char *buf, size_t cap)
     return buf;
 }
 
-static void add_config(builder *b, cJSON *root, const nc_config *cfg)
+/* The dense-check token count every layer of the plan uses when the
+ * config leaves it to the default rule (per d), or 0 when layers differ. */
+static size_t common_dense_tokens(const nc_plan *plan)
 {
+    size_t v = 0;
+    for (size_t k = 0; k < plan->nlayers; k++) {
+        size_t t = nc_jac_dense_default_tokens(plan->layers[k].x ? plan->layers[k].x->d : 1);
+        if (k > 0 && t != v)
+            return 0;
+        v = t;
+    }
+    return v;
+}
+
+/* The effective configuration: every value as used (defaults resolved). */
+static void add_config(builder *b, cJSON *root, const nc_plan *plan)
+{
+    const nc_config *cfg = plan->cfg;
     cJSON *c = obj(b, root, "config");
     if (!c)
         return;
     str(b, c, "source", cfg->source);
     str(b, c, "name", cfg->name);
     str(b, c, "output", cfg->output);
-    str(b, c, "norm", nc_norm_name(cfg->norm));
+    if (cfg->has_norm)
+        str(b, c, "norm", nc_norm_name(cfg->norm));
     if (cfg->has_eps)
         num(b, c, "eps", cfg->eps);
     cJSON *fits = arr(b, c, "fits");
@@ -145,11 +162,22 @@ static void add_config(builder *b, cJSON *root, const nc_config *cfg)
         (double)(cfg->max_exact_points ? cfg->max_exact_points : NC_DEFAULT_MAX_EXACT));
     num(b, c, "sample_tokens", (double)cfg->sample_tokens);
     num(b, c, "seed", (double)cfg->seed);
-    num(b, c, "threads", (double)cfg->threads);
+    num(b, c, "threads", (double)(cfg->threads ? cfg->threads : nc_default_threads()));
     cJSON *jac = obj(b, c, "jacobian");
     boolean(b, jac, "enabled", cfg->jacobian.enabled);
-    num(b, jac, "probes", (double)cfg->jacobian.probes);
-    num(b, jac, "dense_tokens", (double)cfg->jacobian.dense_tokens);
+    num(b, jac, "probes", (double)(cfg->jacobian.probes ? cfg->jacobian.probes : NC_JAC_PROBES));
+    if (cfg->jacobian.dense_tokens) {
+        num(b, jac, "dense_tokens", (double)cfg->jacobian.dense_tokens);
+    } else {
+        size_t dt = common_dense_tokens(plan);
+        num(b, jac, "dense_tokens", dt ? (double)dt : NAN);
+        str(b, jac, "dense_tokens_rule", "default: 2^26/d^2 per layer, at least 1, at most "
+                                         "4096 (and at most the layer's tokens)");
+        if (!dt)
+            str(b, jac, "status", "dense_tokens differs between layers (d differs): see "
+                                  "layers[].jacobian");
+    }
+    num(b, jac, "seed", (double)(cfg->jacobian.has_seed ? cfg->jacobian.seed : cfg->seed));
     cJSON *layers = arr(b, c, "layers");
     for (size_t k = 0; layers && k < cfg->nlayers; k++) {
         const nc_config_layer *l = &cfg->layers[k];
@@ -186,8 +214,15 @@ static void add_config(builder *b, cJSON *root, const nc_config *cfg)
         }
         if (l->label)
             str(b, lo, "label", l->label);
-        str(b, lo, "norm", nc_norm_name(nc_config_layer_norm(cfg, l)));
-        num(b, lo, "eps", nc_config_layer_eps(cfg, l));
+        /* given (here or at the top): the value; else each plan layer's own
+         * (metadata, detected or default) is in layers[] with its source */
+        if (l->has_norm || cfg->has_norm)
+            str(b, lo, "norm", nc_norm_name(nc_config_layer_norm(cfg, l)));
+        if (l->has_eps || cfg->has_eps)
+            num(b, lo, "eps", nc_config_layer_eps(cfg, l));
+        if (!(l->has_norm || cfg->has_norm) || !(l->has_eps || cfg->has_eps))
+            str(b, lo, "norm_eps_used", "per layer: layers[].norm, .eps, .norm_source, "
+                                        ".eps_source");
         for (int cc = 0; cc < NC_COMP_COUNT; cc++)
             if (l->comp[cc])
                 str(b, lo, nc_comp_name(cc), l->comp[cc]);
@@ -826,7 +861,7 @@ int nc_report_json(const nc_plan *plan, const char *command, const char *const *
     str(&b, tool, "name", NC_TOOL_NAME);
     str(&b, tool, "version", NC_VERSION);
     str(&b, root, "command", command);
-    add_config(&b, root, plan->cfg);
+    add_config(&b, root, plan);
     add_inputs(&b, root, plan);
     cJSON *layers = arr(&b, root, "layers");
     for (size_t k = 0; layers && k < plan->nlayers; k++)
