@@ -31,13 +31,13 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # timed CMD...: appends "wall rss_kb" of one run to $runs
 timed() {
-    out=$( { /usr/bin/time -f '%e %M' "$@" >/dev/null 2>"$dir/.stderr"; } 2>&1 | tail -n 1) || {
+    /usr/bin/time -f '%e %M %U %S' -o "$dir/.time" "$@" >"$dir/.stdout" 2>"$dir/.stderr" || {
         echo "bench: failed: $*" >&2
         cat "$dir/.stderr" >&2
         exit 1
     }
     runs="$runs
-$out"
+$(tail -n 1 "$dir/.time")"
 }
 
 if [ "${BENCH_MODEL:-1}" = 1 ]; then
@@ -75,9 +75,13 @@ if [ "${BENCH_MODEL:-1}" = 1 ]; then
     echo "  load average after:  $(load)"
     walls=$(printf '%s\n' "$runs" | awk 'NF {print $1}')
     rss=$(printf '%s\n' "$runs" | awk 'NF && $2 > m {m = $2} END {print m}')
+    cpus=$(printf '%s\n' "$runs" | awk 'NF {print $3 + $4}')
     # shellcheck disable=SC2086
     printf '  normcmp run: median %.1f s (runs: %s), peak RSS %d MB; goal < 15 s and < 300 MB\n' \
         "$(median $walls)" "$(echo $walls)" $((rss / 1024))
+    # shellcheck disable=SC2086
+    printf '  CPU time (user + sys, less sensitive to the load): median %.1f s (runs: %s)\n' \
+        "$(median $cpus)" "$(echo $cpus)"
     echo "  where the time went in the last run (seconds summed over layers, from report.json):"
     /usr/bin/python3 - "$dir/model7b_out/report.json" <<'PY'
 import json, sys
@@ -118,6 +122,8 @@ if [ "${BENCH_REFERENCE:-1}" = 1 ]; then
             timed /usr/bin/python3 scripts/bench_reference.py --same-work "$data"
             k=$((k + 1))
         done
+        echo "    NumPy same work, stages of the last run:"
+        sed 's/^/    /' "$dir/.stdout"
         ref_walls=$(printf '%s\n' "$runs" | awk 'NF {print $1}')
         ref_rss=$(printf '%s\n' "$runs" | awk 'NF && $2 > m {m = $2} END {print m}')
         # shellcheck disable=SC2086

@@ -152,6 +152,7 @@ static int help(int argc, char **argv)
 int main(int argc, char **argv)
 {
     install_handlers();
+    cli_test_hooks();
     if (argc < 2) {
         fputs(usage, stderr);
         return 2;

@@ -260,7 +260,8 @@ typedef struct bins_acc {
     nc_sum sxx, sxy, sy, syy; /* centred x (by the input mean) for the affine fit */
     nc_sum sj, sjj;           /* J_ii: sum and sum of squares */
     double ymin, ymax;
-    double real_max;
+    double real_max;          /* max |real - recomputed| (NaN shows) */
+    double real_ymax;         /* max |real output| */
     nc_sum real_sq;
 } bins_acc;
 
@@ -349,13 +350,15 @@ NC_VMATH_CLONES static void bins_block(void *vctx, int shard, size_t t0, size_t 
             size_t tok = r->tokens ? r->tokens[t] : t;
             nc_tensor_rows(real, tok, 1, yr);
             nc_norm_affine(r->weight, r->bias, d, y);
-            double m = a->real_max, sq = 0;
+            double m = a->real_max, ym = a->real_ymax, sq = 0;
             for (i = 0; i < d; i++) {
                 double e = fabs(yr[i] - y[i]);
                 m = e > m || e != e ? e : m; /* a NaN difference shows as NaN */
+                ym = fabs(yr[i]) > ym ? fabs(yr[i]) : ym;
                 sq += e * e;
             }
             a->real_max = m;
+            a->real_ymax = ym;
             nc_sum_add(&a->real_sq, sq);
         }
     }
@@ -583,6 +586,7 @@ static void bins_merge(bins_ctx *bc, size_t nbins)
         A->ymax = fmax(A->ymax, a->ymax);
         A->real_max = A->real_max >= a->real_max || A->real_max != A->real_max ? A->real_max
                                                                                  : a->real_max;
+        A->real_ymax = fmax(A->real_ymax, a->real_ymax);
         nc_sum_merge(&A->real_sq, &a->real_sq);
         for (size_t b = 0; b < 4 * nbins; b++)
             A->bin[b] += a->bin[b];
@@ -660,6 +664,7 @@ static int stage_bins(analysis *A, nc_layer_result *res, nc_err *err)
         res->real_affine = spec->weight || spec->bias;
         res->real_max_abs_diff = acc->real_max;
         res->real_rms_diff = sqrt(nc_sum_get(&acc->real_sq) / (double)res->points);
+        res->real_max_abs = acc->real_ymax;
     }
     return collect_points(A, res, err);
 }

@@ -143,6 +143,7 @@ typedef struct nc_layer_result {
     bool has_real;             /* real output checked */
     bool real_affine;          /* the check applied weight/bias */
     double real_max_abs_diff, real_rms_diff;
+    double real_max_abs;       /* max |real output| over the used tokens */
     size_t points;             /* points in the fits: tokens_used * d */
     bool binned;               /* fits on bins (else on the raw points) */
     size_t bins, bins_nonempty;

@@ -180,14 +180,21 @@ nc_loglog nc_loglog_fit(const double *x, const double *y, size_t n)
 
 /* ------------------------------------------------------------- ranking */
 
-/* The best of the surrogates (every fit but the affine map) with a finite
- * value: the largest (R^2) or smallest (backprop error); ties as
- * run_summary.h says. se: standard errors or NULL (R^2). */
+/* Ranked: the shared-parameter surrogates; not the affine map (the
+ * baseline) nor the per-channel DyT (2d + 1 parameters: not like for like). */
+static bool ranked(int k)
+{
+    return k != NC_FIT_LINEAR && k != NC_FIT_DYT_PER_CHANNEL;
+}
+
+/* The best of the ranked fits with a finite value: the largest (R^2) or
+ * smallest (backprop error); ties as run_summary.h says. se: standard
+ * errors or NULL (R^2). */
 static nc_rank rank_fits(const double *v, const double *se, bool larger_better)
 {
     nc_rank R = {.best = -1, .value = NAN, .se = NAN};
     for (int k = 0; k < NC_FIT_COUNT; k++) {
-        if (k == NC_FIT_LINEAR || !isfinite(v[k]))
+        if (!ranked(k) || !isfinite(v[k]))
             continue;
         R.candidates++;
         if (R.best < 0 || (larger_better ? v[k] > R.value : v[k] < R.value)) {
@@ -199,7 +206,7 @@ static nc_rank rank_fits(const double *v, const double *se, bool larger_better)
         return R;
     R.se = se ? se[R.best] : NAN;
     for (int k = 0; k < NC_FIT_COUNT; k++) {
-        if (k == NC_FIT_LINEAR || k == R.best || !isfinite(v[k]))
+        if (!ranked(k) || k == R.best || !isfinite(v[k]))
             continue;
         double gap = fabs(v[k] - R.value), lim;
         if (se)
@@ -219,7 +226,11 @@ const char *nc_layer_verdict_kind(const nc_layer_verdict *v)
 {
     if (v->by_r2.best < 0)
         return "no fit";
-    return v->gain_r2 >= 0.001 ? "saturating" : "near-linear";
+    if (!isfinite(v->residual_removed))
+        return "no affine baseline";
+    return v->residual_removed >= 0.5   ? "strongly saturating"
+           : v->residual_removed >= 0.1 ? "saturating"
+                                        : "near-linear";
 }
 
 /* "dyisru (tie: dyt, derf)" */
@@ -277,6 +288,13 @@ static int slope_text(const char *what, const nc_loglog *L, char *buf, size_t ca
                     L->ci_hi);
 }
 
+/* Whether two slopes' intervals overlap (false without intervals). */
+static bool overlap(const nc_loglog *a, const nc_loglog *b)
+{
+    return isfinite(a->ci_lo) && isfinite(b->ci_lo) && a->ci_lo <= b->ci_hi &&
+           b->ci_lo <= a->ci_hi;
+}
+
 static void run_verdict(nc_run_summary *R)
 {
     char a[96], ag[96], af[96];
@@ -285,9 +303,16 @@ static void run_verdict(nc_run_summary *R)
     slope_text("affine slope", &R->affine, af, sizeof af);
     const char *best = R->most_best_r2 >= 0 ? nc_surrogate_get((nc_fit_id)R->most_best_r2)->name
                                             : "none";
+    const char *cmp = !isfinite(R->alpha_gamma.ci_lo) || !isfinite(R->affine.ci_lo)
+                          ? "too few layers to compare the slopes"
+                      : overlap(&R->alpha_gamma, &R->affine)
+                          ? "alpha*gamma follows 1/std no differently from the affine slope "
+                            "(intervals overlap)"
+                          : "alpha*gamma and the affine slope follow 1/std differently "
+                            "(intervals apart)";
     snprintf(R->verdict, sizeof R->verdict,
-             "%zu of %zu layers saturating; best by R^2 most often: %s (%zu); %s; %s; %s",
-             R->saturating, R->nlayers, best, R->most_best_r2_count, a, ag, af);
+             "%zu of %zu layers saturating; best R^2 most often: %s (%zu); %s; %s; %s; %s",
+             R->saturating, R->nlayers, best, R->most_best_r2_count, a, ag, af, cmp);
 }
 
 int nc_run_summary_compute(const nc_layer_summary *L, size_t n, nc_run_summary *out,
@@ -307,7 +332,7 @@ int nc_run_summary_compute(const nc_layer_summary *L, size_t n, nc_run_summary *
     double *inv_std = v, *alpha = v + n, *ag = v + 2 * n, *aff = v + 3 * n;
     for (size_t k = 0; k < n; k++) {
         layer_verdict(&L[k], &out->layer[k]);
-        if (!strcmp(nc_layer_verdict_kind(&out->layer[k]), "saturating"))
+        if (strstr(nc_layer_verdict_kind(&out->layer[k]), "saturating"))
             out->saturating++;
         if (out->layer[k].by_r2.best >= 0)
             count[out->layer[k].by_r2.best]++;

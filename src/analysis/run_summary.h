@@ -82,8 +82,9 @@ typedef struct nc_rank {
 #define NC_R2_TIE 1e-4
 
 typedef struct nc_layer_verdict {
-    nc_rank by_r2;            /* over the surrogates (every fit but the affine map) */
-    nc_rank by_bp;            /* over the surrogates with a backprop error */
+    nc_rank by_r2;            /* over the shared-parameter surrogates: every fit but
+                               * the affine map and the per-channel DyT */
+    nc_rank by_bp;            /* over the same, those with a backprop error */
     bool bp_ties_known;       /* standard errors were there to decide ties */
     double affine_r2;
     double gain_r2;           /* best R^2 - affine R^2 */
@@ -119,7 +120,9 @@ nc_loglog nc_loglog_fit(const double *x, const double *y, size_t n);
  * (bisection on the regularised incomplete beta function; |error| < 1e-12). */
 double nc_t_quantile(double p, double nu);
 
-/* "saturating", "near-linear" or "no fit" for a layer verdict. */
+/* A layer's kind by the share of the affine map's residual the best
+ * surrogate removes: "strongly saturating" (>= 1/2), "saturating"
+ * (>= 1/10), "near-linear"; or "no fit", "no affine baseline". */
 const char *nc_layer_verdict_kind(const nc_layer_verdict *v);
 
 #endif

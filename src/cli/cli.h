@@ -30,8 +30,8 @@ int cli_merge(int argc, char **argv);
 /* Parses --shard's "K/N" (1 <= K <= N <= 100000) into *k and *n. */
 int cli_parse_shard(const char *arg, size_t *k, size_t *n, nc_err *err);
 
-/* Whether figures of this nc_fig_kind span layers (alpha-std, scatter-grid,
- * tanh-family): a shard leaves them to merge. */
+/* Whether figures of this nc_fig_kind span layers (alpha-std, alpha-depth,
+ * scatter-grid, tanh-family): a shard leaves them to merge. */
 bool cli_fig_kind_is_run_level(int kind);
 
 struct nc_plan;
@@ -80,6 +80,28 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
 /* The summary printed by cli_execute: the fits table (and a Jacobian table
  * when computed), or the Jacobian table alone (`normcmp jacobian`). */
 extern bool cli_summary_jacobian_only;
+
+/* Test-only hooks from the environment (cli/hooks.c): the only place
+ * normcmp reads its environment. NORMCMP_TEST_STEP_MS=N sleeps N ms
+ * between the steps of writing and committing outputs. */
+void cli_test_hooks(void);
+
+struct nc_plan;
+/* The fits table of a finished plan on stdout: every fit that ran, the
+ * norm used and its source (summary.c). */
+void cli_print_fit_summary(const struct nc_plan *plan);
+
+/* The verdict per layer and, for two or more layers, the run-level lines
+ * (plan->run); nothing without a run summary. */
+void cli_print_run_summary(const struct nc_plan *plan);
+
+/* The real-output check's lines on stderr: detections (not when quiet)
+ * and warnings (always). */
+void cli_print_checks(const struct nc_plan *plan, bool quiet);
+
+/* 2 with a message when strict and a layer's real output still disagrees
+ * with the norm used, else 0. */
+int cli_strict_status(const struct nc_plan *plan, bool strict);
 
 /* Checks stdout for write errors before a successful exit; returns the
  * status to exit with. */

@@ -148,60 +148,6 @@ static void print_sweep_summary(const nc_plan *plan)
         }
 }
 
-/* The theory curves' R^2 with each token's own scale and with one scale
- * for the layer (docs/theory.md), when they ran. */
-static void print_theory(const nc_layer_result *r, int w)
-{
-    const nc_fit_result *f[2] = {&r->fits[NC_FIT_DYT_THEORY], &r->fits[NC_FIT_DYISRU_THEORY]};
-    if (!r->theory_token[0].ok && !r->theory_token[1].ok)
-        return;
-    printf("%-*s   theory R2, token's own scale / one scale for the layer:", w, "");
-    const char *names[2] = {"DyT", "DyISRU"};
-    for (int k = 0; k < 2; k++)
-        if (r->theory_token[k].ok && f[k]->ok)
-            printf("%s %s %.4f / %.4f", k && r->theory_token[0].ok ? "," : "", names[k],
-                   r->theory_token[k].r2, f[k]->r2);
-    printf("\n");
-}
-
-/* The summary table: one line per layer. */
-static void print_summary(const nc_plan *plan)
-{
-    int w = name_width(plan);
-    printf("%-*s %8s %6s %11s %11s %11s %11s %11s\n", w, "layer", "N", "d", "DyT alpha",
-           "alpha*std", "R2 affine", "R2 DyT", "R2 DyISRU");
-    for (size_t k = 0; k < plan->nlayers; k++) {
-        if (!plan->layers[k].done)
-            continue; /* another shard's */
-        const nc_layer_result *r = &plan->layers[k].result;
-        const nc_fit_result *dyt = &r->fits[NC_FIT_DYT], *lin = &r->fits[NC_FIT_LINEAR],
-                            *isru = &r->fits[NC_FIT_DYISRU];
-        double alpha = dyt->ok ? dyt->params.p[0] : NAN;
-        printf("%-*s %8zu %6zu", w, r->name, r->N, r->d);
-        print_num(alpha, 11);
-        print_num(alpha * r->stats.std, 11);
-        print_num(lin->ok ? lin->r2 : NAN, 11);
-        print_num(dyt->ok ? dyt->r2 : NAN, 11);
-        print_num(isru->ok ? isru->r2 : NAN, 11);
-        printf("\n");
-        print_theory(r, w);
-        if (plan->layers[k].has_outlier_steps) {
-            const nc_outlier_steps *os = &plan->layers[k].outlier_steps;
-            printf("%-*s   outlier steps: mean |residual| DyT %.4g, DyISRU %.4g, ratio %.3g\n",
-                   w, "", os->dyt.mean_abs_res, os->dyisru.mean_abs_res, os->ratio);
-            if (os->has_spread) {
-                const nc_outlier_spread *sp = &os->spread;
-                printf("%-*s   over %zu draws (seeds %llu..%llu): ratio median %.3g "
-                       "(5-95%% %.3g..%.3g), DyT |residual| median %.3g (5-95%% %.3g..%.3g)\n",
-                       w, "", sp->draws, (unsigned long long)sp->seed0,
-                       (unsigned long long)(sp->seed0 + sp->draws - 1), sp->ratio.median,
-                       sp->ratio.p05, sp->ratio.p95, sp->dyt_res.median, sp->dyt_res.p05,
-                       sp->dyt_res.p95);
-            }
-        }
-    }
-}
-
 static int copy_config(nc_outset *set, const char *config_path, nc_err *err)
 {
     FILE *f = fopen(config_path, "rb");
@@ -304,8 +250,8 @@ static int write_outputs(const nc_config *cfg, const nc_plan *plan, const char *
                          const char *config_path, bool quiet, run_files *o, nc_err *err)
 {
     char *json = NULL;
-    int rc = nc_outset_alloc(cfg->output, &o->set, err);
-    if (!rc && config_path && (rc = copy_config(o->set, config_path, err)) == 0)
+    int rc = 0; /* o->set: allocated by cli_execute before the analysis */
+    if (config_path && (rc = copy_config(o->set, config_path, err)) == 0)
         add_name(o, "config.json");
     if (!rc && cfg->nfigures)
         rc = write_figures(cfg, plan, command, quiet, o, err);
@@ -330,14 +276,14 @@ static int write_outputs(const nc_config *cfg, const nc_plan *plan, const char *
 }
 
 /* The summary tables on stdout: fits (unless `jacobian`), Jacobian,
- * sweeps. */
+ * sweeps, then the verdicts and the run-level lines (summary.c). */
 static void print_tables(const nc_config *cfg, const nc_plan *plan)
 {
     bool any_jac = false;
     for (size_t k = 0; k < plan->nlayers; k++)
         any_jac = any_jac || plan->layers[k].has_jacobian;
     if (!cli_summary_jacobian_only && plan->nlayers > 0)
-        print_summary(plan);
+        cli_print_fit_summary(plan);
     if (any_jac) {
         if (!cli_summary_jacobian_only)
             printf("\n");
@@ -346,6 +292,10 @@ static void print_tables(const nc_config *cfg, const nc_plan *plan)
     if (cfg->sweep.enabled) {
         printf("\n");
         print_sweep_summary(plan);
+    }
+    if (plan->has_run) {
+        printf("\n");
+        cli_print_run_summary(plan);
     }
 }
 
@@ -394,20 +344,22 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
     nc_progress *progress = NULL;
     run_files *o = calloc(1, sizeof *o);
     int status = 0;
-    struct stat st;
-    bool existed = stat(cfg->output, &st) == 0, created = false;
 
     if (!o) {
         nc_err_set(&err, NC_ENOMEM, "out of memory");
         goto fail;
     }
-    if (nc_plan_open(cfg, &plan, &err) != 0 || nc_mkdirs(cfg->output, &err) != 0)
+    /* the output folder's set: lock, staging folder; all or nothing */
+    if (nc_plan_open(cfg, &plan, &err) != 0 ||
+        nc_outset_alloc_folder(cfg->output, &o->set, &err) != 0)
         goto fail;
+    for (size_t k = 0; k < plan->ndumps; k++)
+        if (nc_outset_protect(o->set, nc_dump_path(plan->dumps[k])) != 0)
+            goto nomem;
+    if (config_path && nc_outset_protect(o->set, config_path) != 0)
+        goto nomem;
     if (!quiet)
         warn_companion_inputs(plan);
-    created = !existed;
-    if (created)
-        nc_outfile_created_dir(cfg->output);
     progress = nc_progress_alloc(!quiet);
     if (nc_plan_run(plan, progress, &err) != 0)
         goto fail;
@@ -415,20 +367,23 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
     progress = NULL;
     if (!quiet)
         note_dropped_tokens(plan);
+    cli_print_checks(plan, quiet);
     if (write_outputs(cfg, plan, command, config_path, quiet, o, &err) != 0)
         goto fail;
     print_tables(cfg, plan);
     if (!quiet)
         fprintf(stderr, "normcmp: wrote %s/report.json%s\n", cfg->output,
                 o->n > (config_path ? 2u : 1u) ? " and figures" : "");
+    status = cli_strict_status(plan, cfg->strict);
     goto out;
+nomem:
+    nc_err_set(&err, NC_ENOMEM, "out of memory");
 fail:
     nc_progress_free(progress);
+    if (o)
+        nc_outset_abort(o->set); /* and the folders it created */
     status = cli_fail(&err);
-    if (created)
-        rmdir(cfg->output); /* only if still empty: earlier results stay */
 out:
-    nc_outfile_created_dir(NULL);
     for (size_t k = 0; o && k < o->n; k++)
         free(o->names[k]);
     free(o);

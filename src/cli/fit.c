@@ -5,10 +5,13 @@
  * `run` reads one; both go through cli_execute. Flags given to `run`
  * override the config's values.
  */
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "util/parse.h"
@@ -44,6 +47,7 @@ enum {
     OPT_SIZE,
     OPT_DPI,
     OPT_CURVES,
+    OPT_STRICT,
     OPT_SHARD,
     OPT_LEGEND,
 };
@@ -77,6 +81,7 @@ static const struct option fit_options[] = {
     {"size", required_argument, NULL, OPT_SIZE},
     {"dpi", required_argument, NULL, OPT_DPI},
     {"curves", required_argument, NULL, OPT_CURVES},
+    {"strict", no_argument, NULL, OPT_STRICT},
     {"legend", required_argument, NULL, OPT_LEGEND},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"help", no_argument, NULL, OPT_HELP},
@@ -92,8 +97,12 @@ static const char fit_help[] =
     "\n"
     "  -t, --tensor PATTERN       tensor name or glob (repeatable; default: every '*.input'\n"
     "                             tensor of a safetensors file)\n"
-    "  -n, --norm NAME            layernorm or rmsnorm (default layernorm)\n"
-    "  -e, --eps E                norm eps, number >= 0 (default 1e-5 LayerNorm, 1e-6 RMSNorm)\n"
+    "  -n, --norm NAME            layernorm or rmsnorm (default: the dump's __metadata__,\n"
+    "                             else layernorm; or detected from a real output that\n"
+    "                             disagrees)\n"
+    "  -e, --eps E                norm eps, number >= 0 (default: the dump's __metadata__,\n"
+    "                             else 1e-5 LayerNorm, 1e-6 RMSNorm; or detected)\n"
+    "      --strict               exit 2 when a real output disagrees with the norm used\n"
     "  -o, --out DIR              output folder (default out/<first file's name>)\n"
     "      --label NAME           layer name (one layer only)\n"
     "      --real-output FILE     the layer's real output (.npy; default <prefix>_output.npy)\n"
@@ -134,6 +143,7 @@ static const char run_help[] =
     "      --seed N               seed of the token sample and synthetic layers\n"
     "      --shard K/N            analyse only layers i (0-based, plan order) with\n"
     "                             i mod N = K-1; 'normcmp merge' combines the N folders\n"
+    "      --strict               exit 2 when a real output disagrees with the norm used\n"
     "  -q, --quiet                no progress or messages on stderr\n"
     "  -h, --help                 this help\n";
 
@@ -142,7 +152,7 @@ typedef struct overrides {
     const char *out;
     bool has_threads, has_sample, has_seed;
     uint64_t threads, sample, seed;
-    bool quiet;
+    bool quiet, strict;
 } overrides;
 
 static int set_default_output(nc_config *cfg, const char *out, nc_err *err)
@@ -172,6 +182,9 @@ static int parse_override(int c, const char *arg, overrides *ov, nc_err *err)
     case OPT_QUIET:
         ov->quiet = true;
         return 1;
+    case OPT_STRICT:
+        ov->strict = true;
+        return 1;
     case OPT_THREADS:
         rc = nc_parse_u64(arg, "--threads", 0, 16, &ov->threads, err);
         ov->has_threads = true;
@@ -198,6 +211,8 @@ static void apply_overrides(nc_config *cfg, const overrides *ov)
         cfg->sample_tokens = (size_t)ov->sample;
     if (ov->has_seed)
         cfg->seed = ov->seed;
+    if (ov->strict)
+        cfg->strict = true;
 }
 
 /* What fit and run share once cfg is complete: the flags that override it,
@@ -249,13 +264,14 @@ static char *stem(const char *path)
 
 static const char jacobian_help[] =
     "usage: normcmp jacobian FILE... [options]\n"
-    "The diagonal-Jacobian comparison of BRIEF.md (\"The gradient derivation\"): the share\n"
-    "of each norm's exact Jacobian on its diagonal, the backprop error of keeping only\n"
-    "the diagonal (exact over Gaussian probes, and the dump's real gradients with\n"
-    "standard errors when it has them), the Gaussian reference values at the layer's d,\n"
-    "the radial error, each fitted surrogate's derivative against the diagonal, and\n"
-    "the ODE check. Runs the fits too (the surrogates are compared), writes\n"
-    "DIR/report.json and prints the Jacobian summary. Takes every option of\n"
+    "The diagonal-Jacobian comparison: the share of each norm's exact Jacobian on its\n"
+    "diagonal, the backprop error of keeping only the diagonal (exact over Gaussian\n"
+    "probes, and the dump's real gradients with standard errors when it has them),\n"
+    "the Gaussian reference values at the layer's d, the radial error, each fitted\n"
+    "surrogate's derivative against the diagonal, and the ODE check (the derivation\n"
+    "and every number: docs/ in the source tree). Runs the fits too (the surrogates\n"
+    "are compared), writes DIR/report.json and prints the Jacobian table (the fits\n"
+    "table is 'normcmp fit'). Takes every option of\n"
     "'normcmp fit' (see 'normcmp fit --help'); the ones specific to it:\n"
     "\n"
     "      --probes N             probe columns per token of the dense check (default 8)\n"
@@ -361,7 +377,7 @@ typedef struct fit_args {
     const char *tensors[64];
     size_t ntensors;
     const char *label, *comp[NC_COMP_COUNT];
-    bool has_eps, outlier;
+    bool has_norm, has_eps, outlier;
     nc_norm_kind norm;
     double eps;
 } fit_args;
@@ -402,6 +418,7 @@ static int input_option(int c, const char *arg, fit_args *a, nc_err *err)
         if (!nc_norm_parse(arg, &a->norm))
             return cli_usage_error(a->cmd, "--norm: expected layernorm or rmsnorm, got '%s'",
                                    arg);
+        a->has_norm = true;
         return OPT_DONE;
     case OPT_EPS:
         if (nc_parse_double(arg, "--eps", 0, 1, &a->eps, err) != 0)
@@ -529,7 +546,12 @@ static int figure_option(int c, const char *arg, fit_args *a, nc_err *err)
             return cli_fail(err);
         return OPT_DONE;
     case OPT_CURVES:
-        return nc_fits_parse("--curves", arg, fo->curves, err) ? cli_fail(err) : OPT_DONE;
+        if (nc_fits_parse("--curves", arg, fo->curves, err))
+            return cli_fail(err);
+        if (fo->curves[NC_FIT_DYT_PER_CHANNEL])
+            return cli_usage_error(a->cmd, "--curves: dyt_per_channel has a gamma_i, beta_i per "
+                                   "channel and is not drawn as one curve (it is in the report)");
+        return OPT_DONE;
     case OPT_LEGEND:
         if (!nc_fig_legend_parse(arg, &fo->legend))
             return cli_usage_error(a->cmd, "--legend: expected auto, none, outside, upper-left, "
@@ -612,6 +634,7 @@ static int add_layers(char **files, int nfiles, const fit_args *a, nc_config *cf
     if (!(cfg->name = stem(files[0])))
         return nc_err_set(err, NC_ENOMEM, "out of memory");
     cfg->norm = a->norm;
+    cfg->has_norm = a->has_norm;
     cfg->has_eps = a->has_eps;
     cfg->eps = a->eps;
     for (int k = 0; k < nfiles; k++) {
@@ -692,6 +715,7 @@ static const struct option run_options[] = {
     {"sample-tokens", required_argument, NULL, OPT_SAMPLE},
     {"seed", required_argument, NULL, OPT_SEED},
     {"shard", required_argument, NULL, OPT_SHARD},
+    {"strict", no_argument, NULL, OPT_STRICT},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -702,11 +726,13 @@ static const struct option run_options[] = {
 static const char *data_file_kind(const char *path)
 {
     unsigned char b[9];
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block */
+    struct stat st;
+    if (fd < 0)
         return NULL;
-    size_t n = fread(b, 1, sizeof b, f);
-    fclose(f);
+    ssize_t got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, b, sizeof b) : 0;
+    close(fd);
+    size_t n = got > 0 ? (size_t)got : 0;
     if (n >= 6 && memcmp(b, "\x93NUMPY", 6) == 0)
         return "an .npy";
     if (n == 9 && b[8] == '{' && b[7] == 0 && b[6] == 0 && b[5] == 0)

@@ -497,12 +497,8 @@ static int write_merged(const shard *s, size_t n, const char *out, const char *c
     int rc = outs.name ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory");
     if (!rc)
         rc = merged_root(s, n, out, command, &root, err);
-    struct stat st;
-    bool created = stat(out, &st) != 0;
-    if (!rc)
-        rc = nc_mkdirs(out, err);
-    if (!rc)
-        rc = nc_outset_alloc(out, &set, err);
+    if (!rc) /* the whole folder appears at once (util/outfile.h) */
+        rc = nc_outset_alloc_folder(out, &set, err);
     if (!rc)
         rc = copy_outputs(s, n, set, &outs, err);
     if (!rc)
@@ -537,9 +533,7 @@ static int write_merged(const shard *s, size_t n, const char *out, const char *c
         rc = nc_outset_commit(set, err);
         set = NULL;
     }
-    nc_outset_abort(set);
-    if (rc && created)
-        rmdir(out); /* only if still empty */
+    nc_outset_abort(set); /* and the folders it created */
     free(html);
     free(json);
     cJSON_Delete(root);
@@ -547,6 +541,14 @@ static int write_merged(const shard *s, size_t n, const char *out, const char *c
         free(outs.name[k]);
     free(outs.name);
     return rc;
+}
+
+/* Whether two paths name one existing folder. */
+static bool same_dir(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
 }
 
 int cli_merge(int argc, char **argv)
@@ -580,6 +582,10 @@ int cli_merge(int argc, char **argv)
         rc = load_shard(argv[optind + 1 + (int)k], &s[k], &err);
     if (!rc)
         rc = check_shards(s, n, &err);
+    for (size_t k = 0; k < n && !rc; k++)
+        if (same_dir(out, s[k].dir))
+            rc = nc_err_set(&err, NC_EINVAL, "merge: OUT %s is shard folder %s (expected a "
+                            "folder of its own)", out, s[k].dir);
     if (!rc)
         rc = write_merged(s, n, out, command, quiet, &err);
     int status = rc ? cli_fail(&err) : 0;

@@ -114,6 +114,7 @@ static int open_plan(const norm_args *a, nc_config **cfgp, nc_plan **planp, nc_e
         return -1;
     nc_config *cfg = *cfgp;
     cfg->norm = a->kind;
+    cfg->has_norm = true; /* norm's kind is the flag's or its default, never the file's */
     if (a->eps >= 0) {
         cfg->has_eps = true;
         cfg->eps = a->eps;
@@ -223,6 +224,9 @@ int cli_norm(int argc, char **argv)
         nc_tensor_elems(wt, 0, d, w);
     if (b)
         nc_tensor_elems(bt, 0, d, b);
+    for (size_t k = 0; k < plan->ndumps; k++)
+        if (nc_out_not_input(a.out, nc_dump_path(plan->dumps[k]), &err) != 0)
+            goto fail;
     if (write_normalized(a.out, pl, w, b, &err) == 0)
         goto out;
 fail:

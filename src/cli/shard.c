@@ -36,7 +36,8 @@ int cli_parse_shard(const char *arg, size_t *k, size_t *n, nc_err *err)
 
 bool cli_fig_kind_is_run_level(int kind)
 {
-    return kind == NC_FIG_ALPHA_STD || kind == NC_FIG_SCATTER_GRID || kind == NC_FIG_TANH_FAMILY;
+    return kind == NC_FIG_ALPHA_STD || kind == NC_FIG_ALPHA_DEPTH || kind == NC_FIG_SCATTER_GRID ||
+           kind == NC_FIG_TANH_FAMILY;
 }
 
 static bool selects(const nc_fig_spec *spec, const char *name)

@@ -19,10 +19,13 @@
 
 #include <cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config/config_internal.h"
 #include "util/jsonscan.h"
@@ -357,7 +360,7 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
         return rc;
     if ((rc = nc_config_get_string(w, root, "name", "", &cfg->name)) ||
         (rc = nc_config_get_string(w, root, "output", "", &cfg->output)) ||
-        (rc = get_norm(w, root, "", &cfg->norm, NULL)) ||
+        (rc = get_norm(w, root, "", &cfg->norm, &cfg->has_norm)) ||
         (rc = nc_config_get_number(w, root, "eps", "", 0, 1, &cfg->eps, &cfg->has_eps)))
         return rc;
     const cJSON *v;
@@ -502,13 +505,23 @@ int nc_config_parse(const char *text, size_t len, const char *path, nc_config **
 int nc_config_load(const char *path, nc_config **out, nc_err *err)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
+    /* without blocking: a FIFO is refused below, not waited on */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (!f) {
         int e = errno;
+        if (fd >= 0)
+            close(fd);
         bool user = e == ENOENT || e == EACCES || e == EISDIR || e == ELOOP || e == ENOTDIR ||
                     e == ENAMETOOLONG;
         return nc_err_set_errno(err, user ? NC_EINVAL : NC_EIO, e,
                                 "%s: cannot open config file", path);
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return nc_err_set(err, NC_EINVAL, "%s: not a regular file, expected a JSON config file",
+                          path);
     }
     char *buf = malloc(CONFIG_MAX_BYTES + 1);
     if (!buf) {

@@ -53,9 +53,11 @@ typedef struct nc_config {
     char *source;             /* the config file, or "command line" */
     char *name;               /* run name (default: the config file's base name) */
     char *output;             /* output folder */
+    bool has_norm;            /* norm given (a flag, or the config's top-level "norm") */
     nc_norm_kind norm;
     bool has_eps;
     double eps;
+    bool strict;              /* --strict: a real output that disagrees is exit 2 */
     bool fit[NC_FIT_COUNT];
     nc_amp amp_dyt, amp_dyisru, amp_derf;
     size_t max_bins, max_exact_points, sample_tokens;

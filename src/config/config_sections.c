@@ -47,8 +47,10 @@ int nc_config_parse_amplitude(walker *w, const cJSON *obj, nc_config *cfg)
     return 0;
 }
 
-/* A list of fit names at path into out[] (which the caller zeroes). */
-static int fit_list(walker *w, const cJSON *arr, const char *path, bool out[NC_FIT_COUNT])
+/* A list of fit names at path into out[] (which the caller zeroes); drawn:
+ * curves of a figure, which cannot show the per-channel DyT. */
+static int fit_list(walker *w, const cJSON *arr, const char *path, bool drawn,
+                    bool out[NC_FIT_COUNT])
 {
     if (!cJSON_IsArray(arr))
         return bad(w, path, "an array of fit names");
@@ -61,6 +63,13 @@ static int fit_list(walker *w, const cJSON *arr, const char *path, bool out[NC_F
             nc_config_fit_names(names, sizeof names);
             snprintf(what, sizeof what, "one of: %s", names);
             return bad(w, p, what);
+        }
+        if (drawn && s->id == NC_FIT_DYT_PER_CHANNEL) {
+            /* figures draw one curve per fit; this fit is a curve per channel */
+            char p[PATH_MAX_LEN];
+            snprintf(p, sizeof p, "%s[%d]", path, k);
+            return bad(w, p, "a fit drawn as one curve (dyt_per_channel has a gamma_i, "
+                             "beta_i per channel: it is in the report, not in figures)");
         }
         out[s->id] = true;
     }
@@ -90,7 +99,7 @@ static int format_list(walker *w, const cJSON *v, const char *path, unsigned *fo
 int nc_config_parse_fits(walker *w, const cJSON *arr, nc_config *cfg)
 {
     bool fit[NC_FIT_COUNT] = {false};
-    int rc = fit_list(w, arr, "fits", fit);
+    int rc = fit_list(w, arr, "fits", false, fit);
     if (!rc)
         memcpy(cfg->fit, fit, sizeof fit);
     return rc;
@@ -182,7 +191,7 @@ int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_fig_spec *f)
         return rc;
     if ((v = cJSON_GetObjectItemCaseSensitive(obj, "curves"))) {
         nc_config_child_path(p, path, "curves");
-        if ((rc = fit_list(w, v, p, f->curves)))
+        if ((rc = fit_list(w, v, p, true, f->curves)))
             return rc;
     }
     uint64_t u = 0;

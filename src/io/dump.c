@@ -143,7 +143,8 @@ static int open_file(const char *path, bool shards_ok, nc_dump **out, nc_err *er
         free(dump);
         return nc_err_set(err, NC_ENOMEM, "%s: out of memory", path);
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must be refused below, not block the open */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
         rc = nc_err_set_errno(err, open_code(e), e, "%s: cannot open input file", path);

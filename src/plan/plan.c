@@ -2,6 +2,7 @@
  * plan.c - resolving a config into layers and running them (plan.h).
  */
 #include "plan/plan.h"
+#include "plan/check.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -98,6 +99,11 @@ static int add_layer(nc_plan *plan, const nc_config_layer *cl, const char *name,
     l->cfg = cl;
     l->norm = nc_config_layer_norm(plan->cfg, cl);
     l->eps = nc_config_layer_eps(plan->cfg, cl);
+    /* a top-level norm or eps is a flag's for `fit` (its config is built
+     * from the command line), the config file's for `run` */
+    nc_src top = strcmp(plan->cfg->source, "command line") == 0 ? NC_SRC_FLAG : NC_SRC_CONFIG;
+    l->norm_source = cl->has_norm ? NC_SRC_CONFIG : plan->cfg->has_norm ? top : NC_SRC_DEFAULT;
+    l->eps_source = cl->has_eps ? NC_SRC_CONFIG : plan->cfg->has_eps ? top : NC_SRC_DEFAULT;
     l->x = x;
     l->in_shard = nc_plan_in_shard(plan->cfg, plan->nlayers - 1);
     *out = l;
@@ -174,6 +180,37 @@ static char *st_layer_name(const char *tensor)
     if (s)
         snprintf(s, n + 1, "%.*s", (int)n, tensor);
     return s;
+}
+
+/* The norm kind and eps the safetensors __metadata__ gives the module
+ * `base` ("<base>.norm", "<base>.eps", as scripts/dump_activations.py
+ * writes them), where no flag or config gave them. A value that is there
+ * but not valid is an error naming the file and the key. */
+static int st_metadata(nc_dump *d, nc_plan_layer *l, const char *base, nc_err *err)
+{
+    char key[1024];
+    snprintf(key, sizeof key, "%s.norm", base);
+    const char *v = nc_dump_meta(d, key);
+    if (v && l->norm_source == NC_SRC_DEFAULT) {
+        if (!nc_norm_parse(v, &l->norm))
+            return nc_err_set(err, NC_EFORMAT, "%s: __metadata__[\"%s\"]: expected layernorm or "
+                              "rmsnorm, got '%.40s'", nc_dump_path(d), key, v);
+        l->norm_source = NC_SRC_METADATA;
+    }
+    snprintf(key, sizeof key, "%s.eps", base);
+    v = nc_dump_meta(d, key);
+    if (v && l->eps_source == NC_SRC_DEFAULT) {
+        char *end;
+        double e = strtod(v, &end);
+        if (end == v || *end || !(e >= 0 && e <= 1))
+            return nc_err_set(err, NC_EFORMAT, "%s: __metadata__[\"%s\"]: expected a number in "
+                              "[0, 1], got '%.40s'", nc_dump_path(d), key, v);
+        l->eps = e;
+        l->eps_source = NC_SRC_METADATA;
+    } else if (l->eps_source == NC_SRC_DEFAULT) {
+        l->eps = l->norm == NC_RMSNORM ? NC_RMSNORM_EPS : NC_LAYERNORM_EPS;
+    }
+    return 0;
 }
 
 static int st_companions(nc_plan *plan, nc_dump *d, nc_plan_layer *l, const nc_config_layer *cl,
@@ -350,6 +387,8 @@ static int open_file_layer(nc_plan *plan, const nc_config_layer *cl, size_t cfg_
         if (!rc)
             rc = npy ? npy_companions(plan, l, cl, li, err)
                      : st_companions(plan, d, l, cl, base, li, err);
+        if (!rc && !npy)
+            rc = st_metadata(d, l, base, err);
         free(base);
     }
     free(sel);
@@ -438,6 +477,39 @@ static int open_synth_layer(nc_plan *plan, const nc_config_layer *cl, nc_err *er
     return 0;
 }
 
+/* Every layer pattern of every figure matches a layer of the plan: a
+ * figure that would select nothing is refused before any analysis, naming
+ * the config file and the key path (or the --layer flag). */
+static int check_figure_layers(const nc_plan *plan, nc_err *err)
+{
+    const nc_config *cfg = plan->cfg;
+    bool flags = strcmp(cfg->source, "command line") == 0;
+    for (size_t f = 0; f < cfg->nfigures; f++) {
+        const nc_fig_spec *spec = &cfg->figures[f];
+        for (size_t q = 0; q < spec->nlayers; q++) {
+            bool hit = false;
+            for (size_t k = 0; k < plan->nlayers && !hit; k++)
+                hit = nc_glob_match(spec->layers[q], plan->layers[k].name);
+            if (hit)
+                continue;
+            char names[200];
+            size_t o = 0;
+            for (size_t k = 0; k < plan->nlayers && o + 1 < sizeof names; k++)
+                o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", k ? ", " : "",
+                                      plan->layers[k].name);
+            if (o >= sizeof names)
+                snprintf(names + sizeof names - 5, 5, "...");
+            if (flags)
+                return nc_err_set(err, NC_EINVAL, "--layer '%s' matches no layer (the layers: "
+                                  "%s)", spec->layers[q], names);
+            return nc_err_set(err, NC_EINVAL, "%s: figures[%zu].layers[%zu]: '%s' matches no "
+                              "layer (the layers: %s)", cfg->source, f, q, spec->layers[q],
+                              names);
+        }
+    }
+    return 0;
+}
+
 int nc_plan_open(const nc_config *cfg, nc_plan **out, nc_err *err)
 {
     *out = NULL;
@@ -456,6 +528,8 @@ int nc_plan_open(const nc_config *cfg, nc_plan **out, nc_err *err)
             if (strcmp(plan->layers[a].name, plan->layers[b].name) == 0)
                 rc = nc_err_set(err, NC_EINVAL, "%s: two layers are named '%s' (give them "
                                 "distinct 'label's)", cfg->source, plan->layers[a].name);
+    if (!rc)
+        rc = check_figure_layers(plan, err);
     if (rc) {
         nc_plan_close(plan);
         return rc;
@@ -570,9 +644,10 @@ static int run_layer(nc_plan *plan, nc_plan_layer *l, nc_progress *progress, nc_
     nc_layer_spec spec;
     layer_spec(plan, l, progress, &spec);
     int rc = nc_layer_analyze(&spec, &l->result, err);
-    if (rc)
+    if (rc || (rc = nc_plan_check_real(l, &spec, err)))
         return rc;
     l->done = true;
+    plan->disagreeing += l->check.warn;
     if (cfg->jacobian.enabled && l->result.points > 0 &&
         (rc = run_jacobian(cfg, l, progress, err)))
         return rc;
@@ -593,15 +668,15 @@ static int run_layer(nc_plan *plan, nc_plan_layer *l, nc_progress *progress, nc_
     return 0;
 }
 
-/* The run-level block over the analysed layers, when there are two or
- * more (run_summary.h). Not for a shard (run --shard): `normcmp merge`
+/* The run-level block over the analysed layers (run_summary.h; the
+ * report writes it for two or more, the summary prints the verdicts). Not for a shard (run --shard): `normcmp merge`
  * computes it over all shards' layers with the same function. */
 static int run_summary(nc_plan *plan, nc_err *err)
 {
     size_t n = 0;
     for (size_t k = 0; k < plan->nlayers; k++)
         n += plan->layers[k].done;
-    if (n < 2)
+    if (n < 1)
         return 0;
     if (!(plan->summaries = calloc(n, sizeof *plan->summaries)))
         return nc_err_set(err, NC_ENOMEM, "out of memory for the run summary");

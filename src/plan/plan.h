@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "analysis/layer.h"
+#include "analysis/normcheck.h"
 #include "analysis/jacobian.h"
 #include "analysis/outlier.h"
 #include "analysis/run_summary.h"
@@ -28,6 +29,37 @@
 #include "config/config.h"
 #include "util/err.h"
 #include "util/progress.h"
+
+/* Where a layer's norm kind or eps came from ("norm_source", "eps_source"
+ * in the report): a command-line flag, the config file, the safetensors
+ * __metadata__ ("<layer>.norm", "<layer>.eps", as the dump script writes
+ * them), detected from the real output (analysis/normcheck.h), or the
+ * default (LayerNorm; eps 1e-5 LayerNorm, 1e-6 RMSNorm). */
+typedef enum nc_src {
+    NC_SRC_DEFAULT,
+    NC_SRC_FLAG,
+    NC_SRC_CONFIG,
+    NC_SRC_METADATA,
+    NC_SRC_DETECTED,
+} nc_src;
+
+/* "default", "flag", "config", "metadata", "detected" (plan/check.c). */
+const char *nc_src_name(nc_src src);
+
+/* The real-output check of a layer (report: "real_output_check"). */
+typedef struct nc_real_check {
+    bool checked;             /* the layer has a real output */
+    double tol;               /* agreement: max |diff| <= tol (nc_real_output_tol) */
+    const char *status;       /* "ok", "detected", "mismatch", "mismatch_explicit",
+                               * "nonfinite" (report docs) */
+    bool detected;            /* the detection ran (det is set) */
+    nc_norm_detect det;
+    bool rerun;               /* analysed again with the detected norm */
+    nc_norm_kind first_norm;  /* the first pass's norm, eps and differences */
+    double first_eps, first_max_abs_diff, first_rms_diff;
+    bool warn;                /* the real output still disagrees: a warning */
+    char message[1024];       /* the stderr line ("" when nothing to say) */
+} nc_real_check;
 
 /* One tensor the run reads, for the report's "inputs" list. */
 typedef struct nc_plan_input {
@@ -42,6 +74,8 @@ typedef struct nc_plan_layer {
     const nc_config_layer *cfg; /* borrowed from the config */
     nc_norm_kind norm;
     double eps;
+    nc_src norm_source, eps_source;
+    nc_real_check check;    /* filled by nc_plan_run */
     const nc_tensor *x;
     const nc_tensor *comp[NC_COMP_COUNT]; /* or NULL */
     nc_layer_result result; /* filled by nc_plan_run */
@@ -64,6 +98,7 @@ typedef struct nc_plan {
     nc_plan_input *inputs;
     size_t ninputs;
     /* the run-level block (two or more analysed layers; nc_plan_run) */
+    size_t disagreeing;     /* layers whose real output still disagrees (--strict: exit 2) */
     bool has_run;
     nc_layer_summary *summaries; /* [layers done], in layer order; names borrowed */
     nc_run_summary run;

@@ -170,6 +170,8 @@ typedef struct ctx {
     raster_req *req;
     size_t nreq, capreq;
     size_t *sel, nsel; /* the plan layers of the spec being built */
+    size_t nrun;       /* the layers it selects in the whole run, shards included
+                        * (file names must not depend on the sharding) */
 } ctx;
 
 static job *new_job(ctx *c, const nc_fig_spec *spec, nc_err *err)
@@ -236,8 +238,13 @@ static int select_layers(ctx *c, const nc_fig_spec *spec, nc_err *err)
     c->sel = malloc((plan->nlayers ? plan->nlayers : 1) * sizeof *c->sel);
     if (!c->sel)
         return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    c->nrun = 0;
     for (size_t k = 0; k < plan->nlayers; k++) {
         const nc_plan_layer *pl = &plan->layers[k];
+        if (layer_selected(spec, pl->name) &&
+            (spec->kind != NC_FIG_OUTLIER_STEPS || pl->has_outlier_steps ||
+             (pl->cfg && pl->cfg->outlier_steps)))
+            c->nrun++;
         if (!layer_selected(spec, pl->name) || (!pl->in_shard && pl->result.points == 0))
             continue; /* another shard's layer (plan.h) */
         if (spec->kind == NC_FIG_OUTLIER_STEPS && !pl->has_outlier_steps)
@@ -386,7 +393,8 @@ static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
                                                         : 1;
         if (!nc_fig_job_panels(j, np))
             return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-        job_stem(j, spec, per_layer ? &c->plan->layers[c->sel[q]] : NULL, nj);
+        job_stem(j, spec, per_layer ? &c->plan->layers[c->sel[q]] : NULL,
+                 per_layer ? c->nrun : 1);
         switch (spec->kind) {
         case NC_FIG_SCATTER_GRID: rc = grid_panels(c, j, err); break;
         case NC_FIG_ALPHA_STD:

@@ -120,15 +120,32 @@ static const char *amp_text(nc_amp a, char *buf, size_t cap)
     return buf;
 }
 
-static void add_config(builder *b, cJSON *root, const nc_config *cfg)
+/* The dense-check token count every layer of the plan uses when the
+ * config leaves it to the default rule (per d), or 0 when layers differ. */
+static size_t common_dense_tokens(const nc_plan *plan)
 {
+    size_t v = 0;
+    for (size_t k = 0; k < plan->nlayers; k++) {
+        size_t t = nc_jac_dense_default_tokens(plan->layers[k].x ? plan->layers[k].x->d : 1);
+        if (k > 0 && t != v)
+            return 0;
+        v = t;
+    }
+    return v;
+}
+
+/* The effective configuration: every value as used (defaults resolved). */
+static void add_config(builder *b, cJSON *root, const nc_plan *plan)
+{
+    const nc_config *cfg = plan->cfg;
     cJSON *c = obj(b, root, "config");
     if (!c)
         return;
     str(b, c, "source", cfg->source);
     str(b, c, "name", cfg->name);
     str(b, c, "output", cfg->output);
-    str(b, c, "norm", nc_norm_name(cfg->norm));
+    if (cfg->has_norm)
+        str(b, c, "norm", nc_norm_name(cfg->norm));
     if (cfg->has_eps)
         num(b, c, "eps", cfg->eps);
     cJSON *fits = arr(b, c, "fits");
@@ -145,11 +162,22 @@ static void add_config(builder *b, cJSON *root, const nc_config *cfg)
         (double)(cfg->max_exact_points ? cfg->max_exact_points : NC_DEFAULT_MAX_EXACT));
     num(b, c, "sample_tokens", (double)cfg->sample_tokens);
     num(b, c, "seed", (double)cfg->seed);
-    num(b, c, "threads", (double)cfg->threads);
+    num(b, c, "threads", (double)(cfg->threads ? cfg->threads : nc_default_threads()));
     cJSON *jac = obj(b, c, "jacobian");
     boolean(b, jac, "enabled", cfg->jacobian.enabled);
-    num(b, jac, "probes", (double)cfg->jacobian.probes);
-    num(b, jac, "dense_tokens", (double)cfg->jacobian.dense_tokens);
+    num(b, jac, "probes", (double)(cfg->jacobian.probes ? cfg->jacobian.probes : NC_JAC_PROBES));
+    if (cfg->jacobian.dense_tokens) {
+        num(b, jac, "dense_tokens", (double)cfg->jacobian.dense_tokens);
+    } else {
+        size_t dt = common_dense_tokens(plan);
+        num(b, jac, "dense_tokens", dt ? (double)dt : NAN);
+        str(b, jac, "dense_tokens_rule", "default: 2^26/d^2 per layer, at least 1, at most "
+                                         "4096 (and at most the layer's tokens)");
+        if (!dt)
+            str(b, jac, "status", "dense_tokens differs between layers (d differs): see "
+                                  "layers[].jacobian");
+    }
+    num(b, jac, "seed", (double)(cfg->jacobian.has_seed ? cfg->jacobian.seed : cfg->seed));
     cJSON *layers = arr(b, c, "layers");
     for (size_t k = 0; layers && k < cfg->nlayers; k++) {
         const nc_config_layer *l = &cfg->layers[k];
@@ -186,8 +214,15 @@ static void add_config(builder *b, cJSON *root, const nc_config *cfg)
         }
         if (l->label)
             str(b, lo, "label", l->label);
-        str(b, lo, "norm", nc_norm_name(nc_config_layer_norm(cfg, l)));
-        num(b, lo, "eps", nc_config_layer_eps(cfg, l));
+        /* given (here or at the top): the value; else each plan layer's own
+         * (metadata, detected or default) is in layers[] with its source */
+        if (l->has_norm || cfg->has_norm)
+            str(b, lo, "norm", nc_norm_name(nc_config_layer_norm(cfg, l)));
+        if (l->has_eps || cfg->has_eps)
+            num(b, lo, "eps", nc_config_layer_eps(cfg, l));
+        if (!(l->has_norm || cfg->has_norm) || !(l->has_eps || cfg->has_eps))
+            str(b, lo, "norm_eps_used", "per layer: layers[].norm, .eps, .norm_source, "
+                                        ".eps_source");
         for (int cc = 0; cc < NC_COMP_COUNT; cc++)
             if (l->comp[cc])
                 str(b, lo, nc_comp_name(cc), l->comp[cc]);
@@ -565,6 +600,52 @@ static void add_sweep(builder *b, cJSON *sweeps, const nc_sweep_result *s)
     ensure_status(b, o, "undefined values (no fit to compare with, or no data)");
 }
 
+static void add_detection(builder *b, cJSON *c, const nc_norm_detect *det)
+{
+    cJSON *o = obj(b, c, "detection");
+    num(b, o, "tokens", (double)det->tokens);
+    cJSON *rr = obj(b, o, "relative_residual");
+    num(b, rr, "layernorm", det->rel_resid[NC_LAYERNORM]);
+    num(b, rr, "rmsnorm", det->rel_resid[NC_RMSNORM]);
+    str(b, o, "kind", nc_norm_name(det->kind));
+    boolean(b, o, "kind_fits", det->fits);
+    boolean(b, o, "kind_identified", det->kind_identified);
+    num(b, o, "eps_estimate", det->eps_hat);
+    num(b, o, "eps_se", det->eps_se);
+    boolean(b, o, "eps_identified", det->eps_identified);
+    if (!det->eps_identified)
+        num(b, o, "eps_upper_bound", det->eps_bound);
+    ensure_status(b, o, "too few tokens with a defined scale to estimate eps");
+}
+
+/* The real-output check (plan/check.h): the final comparison, and when the
+ * first pass disagreed, what it used and what the detection found. */
+static void add_real_check(builder *b, cJSON *lo, const nc_plan_layer *pl)
+{
+    const nc_layer_result *r = &pl->result;
+    const nc_real_check *k = &pl->check;
+    cJSON *c = obj(b, lo, "real_output_check");
+    num(b, c, "max_abs_diff", r->real_max_abs_diff);
+    num(b, c, "rms_diff", r->real_rms_diff);
+    num(b, c, "real_max_abs", r->real_max_abs);
+    num(b, c, "tolerance", k->tol);
+    boolean(b, c, "affine_applied", r->real_affine);
+    str(b, c, "status", k->status ? k->status : "ok");
+    if (!isfinite(r->real_max_abs_diff))
+        str(b, c, "reason", "the real output has non-finite values where the input is finite");
+    if (k->rerun || k->detected) {
+        cJSON *f = obj(b, c, "first_pass");
+        str(b, f, "norm", nc_norm_name(k->first_norm));
+        num(b, f, "eps", k->first_eps);
+        num(b, f, "max_abs_diff", k->first_max_abs_diff);
+        num(b, f, "rms_diff", k->first_rms_diff);
+    }
+    if (k->detected)
+        add_detection(b, c, &k->det);
+    if (k->message[0])
+        str(b, c, "message", k->message);
+}
+
 static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
 {
     const nc_layer_result *r = &pl->result;
@@ -575,14 +656,10 @@ static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
     num(b, lo, "tokens", (double)r->N);
     num(b, lo, "dim", (double)r->d);
     add_stats(b, lo, r);
-    if (r->has_real) {
-        cJSON *c = obj(b, lo, "real_output_check");
-        num(b, c, "max_abs_diff", r->real_max_abs_diff);
-        num(b, c, "rms_diff", r->real_rms_diff);
-        boolean(b, c, "affine_applied", r->real_affine);
-        if (!isfinite(r->real_max_abs_diff))
-            str(b, c, "status", "the real output has non-finite values where the input is finite");
-    }
+    str(b, lo, "norm_source", nc_src_name(pl->norm_source));
+    str(b, lo, "eps_source", nc_src_name(pl->eps_source));
+    if (r->has_real)
+        add_real_check(b, lo, pl);
     cJSON *fd = obj(b, lo, "fit_data");
     num(b, fd, "points", (double)r->points);
     str(b, fd, "mode", r->binned ? "binned" : "exact");
@@ -784,13 +861,13 @@ int nc_report_json(const nc_plan *plan, const char *command, const char *const *
     str(&b, tool, "name", NC_TOOL_NAME);
     str(&b, tool, "version", NC_VERSION);
     str(&b, root, "command", command);
-    add_config(&b, root, plan->cfg);
+    add_config(&b, root, plan);
     add_inputs(&b, root, plan);
     cJSON *layers = arr(&b, root, "layers");
     for (size_t k = 0; layers && k < plan->nlayers; k++)
         if (plan->layers[k].done)
             add_layer(&b, layers, &plan->layers[k]);
-    if (plan->has_run)
+    if (plan->has_run && plan->run.nlayers >= 2)
         add_run(&b, root, plan->summaries, &plan->run);
     if (!nc_report_add_shard(root, plan))
         b.ok = false;

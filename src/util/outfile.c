@@ -1,10 +1,16 @@
 /*
- * outfile.c - temporary file + rename (outfile.h), and directory creation.
+ * outfile.c - one output file: temporary + rename, under a lock file
+ * (outfile.h), and directory creation.
+ *
+ * Left out: sets of files and output folders (outset.c), the signal
+ * handlers' list and the locks (outtrack.c).
  */
 #include "util/outfile.h"
 
+#include "util/outfile_internal.h"
+
 #include <errno.h>
-#include <signal.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,97 +21,94 @@ struct nc_outfile {
     FILE *fp;
     char *path; /* target */
     char *tmp;  /* temporary in the same directory */
-    int slot;   /* index in the table of temporaries, or -1 */
+    nc_track *tr;
+    nc_lock lock; /* the target's lock, when taken */
 };
 
-/* The temporaries that exist now, for nc_outfile_unlink_all. This is the
- * one piece of mutable global state in the library: a signal handler has
- * no other way to find them. Slots are claimed and released by the thread
- * that writes output (the main thread); a slot's path is written before it
- * is marked used, so a handler never sees half a path. */
-static char tracked[NC_OUTFILE_TRACKED][4096];
-static volatile sig_atomic_t tracked_used[NC_OUTFILE_TRACKED];
-
-static int track(const char *tmp)
+/* Removes the temporary's tracking, the lock and f. */
+static void release(nc_outfile *f)
 {
-    if (strlen(tmp) >= sizeof tracked[0])
-        return -1;
-    for (int k = 0; k < NC_OUTFILE_TRACKED; k++)
-        if (!tracked_used[k]) {
-            strcpy(tracked[k], tmp);
-            tracked_used[k] = 1;
-            return k;
-        }
-    return -1;
+    nc_track_drop(f->tr);
+    nc_lock_release(&f->lock);
+    free(f->path);
+    free(f->tmp);
+    free(f);
 }
 
-static void untrack(int slot)
-{
-    if (slot >= 0)
-        tracked_used[slot] = 0;
-}
-
-static char created_dir[4096];
-static volatile sig_atomic_t created_dir_set;
-
-void nc_outfile_created_dir(const char *dir)
-{
-    created_dir_set = 0;
-    if (dir && strlen(dir) < sizeof created_dir) {
-        strcpy(created_dir, dir);
-        created_dir_set = 1;
-    }
-}
-
-void nc_outfile_unlink_all(void)
-{
-    for (int k = 0; k < NC_OUTFILE_TRACKED; k++)
-        if (tracked_used[k])
-            unlink(tracked[k]);
-    if (created_dir_set)
-        rmdir(created_dir); /* fails, harmlessly, unless empty */
-}
-
-int nc_outfile_open(const char *path, nc_outfile **out, nc_err *err)
+int nc_outfile_open_ex(const char *path, bool lock, nc_outfile **out, nc_err *err)
 {
     *out = NULL;
     nc_outfile *f = calloc(1, sizeof *f);
     size_t n = strlen(path);
     char *tmp = malloc(n + 32);
     char *dup = strdup(path);
-    if (!f || !tmp || !dup) {
+    const char *base;
+    char *dir = nc_path_dir(path, &base);
+    if (!f || !tmp || !dup || !dir) {
         free(f);
         free(tmp);
         free(dup);
+        free(dir);
         return nc_err_set(err, NC_ENOMEM, "%s: out of memory", path);
     }
+    f->lock.fd = -1;
+    f->path = dup;
+    f->tmp = tmp;
+    int rc = 0;
+    if (lock) {
+        /* ".<base>.lock" beside the target: one writer at a time, and what
+         * a killed writer left (".<base>.tmp.XXXXXX") can go */
+        char lname[300];
+        snprintf(lname, sizeof lname, ".%.*s.lock", 280, base);
+        char *lpath = nc_path_join(dir, lname);
+        rc = lpath ? nc_lock_take(lpath, path, &f->lock, err)
+                   : nc_err_set(err, NC_ENOMEM, "out of memory");
+        free(lpath);
+        if (!rc)
+            nc_clean_stale(dir, base);
+    }
+    free(dir);
+    if (rc) {
+        release(f);
+        return rc;
+    }
     /* ".<base>.tmp.XXXXXX" beside the target, so rename stays in one fs */
-    const char *slash = strrchr(path, '/');
-    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
-    snprintf(tmp, n + 32, "%.*s.%s.tmp.XXXXXX", (int)dirlen, path, path + dirlen);
-    int fd = mkstemp(tmp);
+    size_t dirlen = (size_t)(base - path);
+    snprintf(tmp, n + 32, "%.*s.%s.tmp.XXXXXX", (int)dirlen, path, base);
+    int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        free(f);
-        free(tmp);
-        free(dup);
+        release(f);
         return nc_err_set_errno(err, NC_EIO, e, "%s: cannot create output file", path);
     }
-    fchmod(fd, 0644 & ~(mode_t)0); /* mkstemp makes 0600; results are for sharing */
+    f->tr = nc_track_add(NC_TRACK_FILE, tmp);
+    mode_t um = umask(0);
+    umask(um);
+    fchmod(fd, 0666 & ~um); /* mkstemp makes 0600; results are for sharing */
     f->fp = fdopen(fd, "wb");
     if (!f->fp) {
         int e = errno;
         close(fd);
         unlink(tmp);
-        free(f);
-        free(tmp);
-        free(dup);
+        release(f);
         return nc_err_set_errno(err, NC_EIO, e, "%s: cannot open output file", path);
     }
-    f->path = dup;
-    f->tmp = tmp;
-    f->slot = track(tmp);
     *out = f;
+    return 0;
+}
+
+int nc_outfile_open(const char *path, nc_outfile **out, nc_err *err)
+{
+    return nc_outfile_open_ex(path, true, out, err);
+}
+
+int nc_out_not_input(const char *out, const char *input, nc_err *err)
+{
+    struct stat a, b;
+    if (stat(out, &a) == 0 && stat(input, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+        return nc_err_set(err, NC_EINVAL, "%s: is the input file %s and would be replaced by the "
+                          "output; choose another output", out, input);
     return 0;
 }
 
@@ -122,17 +125,7 @@ nc_sink nc_outfile_sink(nc_outfile *f)
     return (nc_sink){outfile_write, f};
 }
 
-static void release(nc_outfile *f)
-{
-    untrack(f->slot);
-    free(f->path);
-    free(f->tmp);
-    free(f);
-}
-
-/* Flushes and closes the temporary (f->fp becomes NULL); on failure
- * removes it. */
-static int finish(nc_outfile *f, nc_err *err)
+int nc_outfile_finish(nc_outfile *f, nc_err *err)
 {
     int e = 0;
     if (fflush(f->fp) != 0 || ferror(f->fp))
@@ -147,26 +140,33 @@ static int finish(nc_outfile *f, nc_err *err)
     return 0;
 }
 
-static int publish(nc_outfile *f, nc_err *err)
+int nc_outfile_publish(nc_outfile *f, nc_err *err)
 {
+    int rc = 0;
     if (rename(f->tmp, f->path) != 0) {
         int e = errno;
         unlink(f->tmp);
-        return nc_err_set_errno(err, NC_EIO, e, "%s: cannot rename temporary into place",
-                                f->path);
+        rc = nc_err_set_errno(err, NC_EIO, e, "%s: cannot rename temporary into place", f->path);
     }
-    return 0;
+    release(f);
+    return rc;
+}
+
+const char *nc_outfile_path(const nc_outfile *f)
+{
+    return f->path;
 }
 
 int nc_outfile_commit(nc_outfile *f, nc_err *err)
 {
     if (!f)
         return 0;
-    int rc = finish(f, err);
-    if (!rc)
-        rc = publish(f, err);
-    release(f);
-    return rc;
+    int rc = nc_outfile_finish(f, err);
+    if (rc) {
+        release(f);
+        return rc;
+    }
+    return nc_outfile_publish(f, err);
 }
 
 void nc_outfile_abort(nc_outfile *f)
@@ -179,82 +179,6 @@ void nc_outfile_abort(nc_outfile *f)
     release(f);
 }
 
-struct nc_outset {
-    char *dir;
-    nc_outfile **files; /* finished temporaries */
-    size_t n;
-};
-
-int nc_outset_alloc(const char *dir, nc_outset **out, nc_err *err)
-{
-    *out = calloc(1, sizeof **out);
-    if (!*out || !((*out)->dir = strdup(dir))) {
-        free(*out);
-        *out = NULL;
-        return nc_err_set(err, NC_ENOMEM, "out of memory");
-    }
-    return 0;
-}
-
-int nc_outset_add(nc_outset *set, const char *name, const void *buf, size_t n, nc_err *err)
-{
-    size_t pn = strlen(set->dir) + strlen(name) + 2;
-    char *path = malloc(pn);
-    nc_outfile **grown = realloc(set->files, (set->n + 1) * sizeof *grown);
-    if (!path || !grown) {
-        free(path);
-        if (grown)
-            set->files = grown;
-        return nc_err_set(err, NC_ENOMEM, "out of memory");
-    }
-    set->files = grown;
-    snprintf(path, pn, "%s/%s", set->dir, name);
-    nc_outfile *f;
-    int rc = nc_outfile_open(path, &f, err);
-    free(path);
-    if (rc)
-        return rc;
-    nc_sink sink = nc_outfile_sink(f);
-    rc = nc_sink_write(&sink, buf, n, err);
-    if (!rc)
-        rc = finish(f, err);
-    if (rc) {
-        nc_outfile_abort(f);
-        return rc;
-    }
-    set->files[set->n++] = f;
-    return 0;
-}
-
-int nc_outset_commit(nc_outset *set, nc_err *err)
-{
-    if (!set)
-        return 0;
-    int rc = 0;
-    for (size_t k = 0; k < set->n; k++) {
-        if (!rc)
-            rc = publish(set->files[k], err);
-        else
-            unlink(set->files[k]->tmp);
-        release(set->files[k]);
-    }
-    free(set->files);
-    free(set->dir);
-    free(set);
-    return rc;
-}
-
-void nc_outset_abort(nc_outset *set)
-{
-    if (!set)
-        return;
-    for (size_t k = 0; k < set->n; k++)
-        nc_outfile_abort(set->files[k]);
-    free(set->files);
-    free(set->dir);
-    free(set);
-}
-
 /* Permission and path problems are the user's to fix (exit 2); a full or
  * read-only file system and other OS failures are not (exit 1). */
 static int dir_code(int e)
@@ -264,8 +188,10 @@ static int dir_code(int e)
                : NC_EIO;
 }
 
-int nc_mkdirs(const char *dir, nc_err *err)
+int nc_mkdirs_made(const char *dir, char ***made, size_t *nmade, nc_err *err)
 {
+    *made = NULL;
+    *nmade = 0;
     if (!dir || !*dir)
         return nc_err_set(err, NC_EINVAL, "output folder: empty path");
     char *p = strdup(dir);
@@ -277,7 +203,18 @@ int nc_mkdirs(const char *dir, nc_err *err)
             continue;
         char c = *s;
         *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+        if (mkdir(p, 0777) == 0) {
+            char **grown = realloc(*made, (*nmade + 1) * sizeof *grown);
+            char *copy = strdup(p);
+            if (grown)
+                *made = grown;
+            if (!grown || !copy) {
+                free(copy);
+                rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory", dir);
+                break;
+            }
+            (*made)[(*nmade)++] = copy;
+        } else if (errno != EEXIST) {
             int e = errno;
             rc = nc_err_set_errno(err, dir_code(e), e, "%s: cannot create output folder", dir);
             break;
@@ -287,8 +224,24 @@ int nc_mkdirs(const char *dir, nc_err *err)
             break;
     }
     free(p);
+    return rc;
+}
+
+int nc_mkdirs(const char *dir, nc_err *err)
+{
+    char **made;
+    size_t nmade;
+    int rc = nc_mkdirs_made(dir, &made, &nmade, err);
+    for (size_t k = 0; k < nmade; k++)
+        free(made[k]);
+    free(made);
     if (rc)
         return rc;
+    return nc_check_dir(dir, err);
+}
+
+int nc_check_dir(const char *dir, nc_err *err)
+{
     struct stat st;
     if (stat(dir, &st) != 0)
         return nc_err_set_errno(err, dir_code(errno), errno, "%s: cannot use output folder", dir);

@@ -4,7 +4,10 @@
  * A file is written to a temporary name in its target directory
  * (".<name>.tmp.XXXXXX"), then flushed, closed and renamed over the target
  * on commit. On abort, or any failure, the temporary is removed and the
- * target, if it existed, is untouched (STYLE.md section 4).
+ * target, if it existed, is untouched (STYLE.md section 4). While it is
+ * written the lock file ".<name>.lock" beside it is held (flock), so two
+ * processes never write one target, and temporaries a killed writer left
+ * are removed by the next one.
  */
 #ifndef NC_OUTFILE_H
 #define NC_OUTFILE_H
@@ -20,6 +23,10 @@ typedef struct nc_outfile nc_outfile;
  * and must go to nc_outfile_commit or nc_outfile_abort. */
 int nc_outfile_open(const char *path, nc_outfile **out, nc_err *err);
 
+/* Fails (NC_EINVAL) when out, if it exists, is the file input (the same
+ * inode: also through a link), which the output would replace. */
+int nc_out_not_input(const char *out, const char *input, nc_err *err);
+
 /* A sink writing to the temporary; its errors name the target path. */
 nc_sink nc_outfile_sink(nc_outfile *f);
 
@@ -30,35 +37,51 @@ int nc_outfile_commit(nc_outfile *f, nc_err *err);
 /* Removes the temporary and frees f. Accepts NULL. */
 void nc_outfile_abort(nc_outfile *f);
 
-/* A set of files in one folder that appear together: each is written to
- * its temporary when added; nc_outset_commit renames them all only after
- * every one was written, so a failure leaves none of them (and the
- * folder's earlier files untouched). */
+/* A set of files that appear together. nc_outset_alloc: files beside each
+ * other in a folder that is not the run's own (each under its own lock,
+ * renamed into place one by one at commit). nc_outset_alloc_folder: a
+ * run's output folder, which afterwards holds exactly the new set (plus
+ * any files that are not outputs of normcmp): see outset.c for the
+ * protocol (a staging folder beside it, swapped in with one rename, and
+ * a lock file ".<name>.lock" beside it so a second run on the same folder
+ * fails at once). Either way a failure leaves none of the new files and
+ * the folder's earlier files untouched. */
 typedef struct nc_outset nc_outset;
 
 int nc_outset_alloc(const char *dir, nc_outset **out, nc_err *err);
 
-/* Writes buf to the temporary of dir/name. */
+/* Creates dir's missing parents (removed again on abort), takes the
+ * folder's lock, removes what killed runs left, and prepares the staging
+ * folder. Errors: the folder cannot be created or written, or another run
+ * holds it (NC_EIO, naming its process). */
+int nc_outset_alloc_folder(const char *dir, nc_outset **out, nc_err *err);
+
+/* Records path (if it exists) as an input: the commit refuses (NC_EINVAL)
+ * to replace or remove that file. Returns 0 or NC_ENOMEM. */
+int nc_outset_protect(nc_outset *set, const char *path);
+
+/* Writes buf as dir/name (name: a plain file name, no '/'). */
 int nc_outset_add(nc_outset *set, const char *name, const void *buf, size_t n, nc_err *err);
 
-/* Renames every temporary into place and frees set (even on failure, after
+/* Puts every file into place and frees set (even on failure, after
  * removing what is left). Accepts NULL. */
 int nc_outset_commit(nc_outset *set, nc_err *err);
 
-/* Removes every temporary and frees set. Accepts NULL. */
+/* Removes every temporary, the folders this set created, and frees set.
+ * Accepts NULL. */
 void nc_outset_abort(nc_outset *set);
 
-/* Removes every temporary still open (async-signal-safe: only unlink(2)
- * on paths kept in a fixed table). For the CLI's handlers of SIGBUS,
- * SIGINT and SIGTERM, so that no half-written file survives a fault or an
- * interrupt. At most NC_OUTFILE_TRACKED temporaries are tracked at once;
- * more still work, untracked. */
-#define NC_OUTFILE_TRACKED 64
+/* Removes every temporary file and staging folder still open, the lock
+ * files held and the folders created by this process (async-signal-safe:
+ * unlink, rmdir and getdents on paths kept in a list with no fixed size).
+ * For the CLI's handlers of SIGBUS, SIGINT and SIGTERM, so that no
+ * half-written file survives a fault or an interrupt. */
 void nc_outfile_unlink_all(void);
 
-/* Remembers dir as created by this run: nc_outfile_unlink_all then also
- * removes it if it is empty (rmdir). NULL forgets it. */
-void nc_outfile_created_dir(const char *dir);
+/* Test hook: sleep ms milliseconds between the steps of writing and
+ * committing outputs (0: none), so tests can kill a run mid-commit. Set by
+ * the CLI from the environment; library code never reads it. */
+void nc_outfile_test_delay(unsigned ms);
 
 /* Creates dir and its missing parents (mode 0777 & ~umask) and checks that
  * files can be created in it. Errors name dir and say what failed. */

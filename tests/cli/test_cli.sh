@@ -166,6 +166,10 @@ run "$NC" synth --preset bogus -o "$OUT/bad.npy"
 expect_status 2
 expect_err "normcmp: synth: --preset: expected early, middle, late, all or outlier-steps, got 'bogus' (see 'normcmp synth --help')"
 
+run "$NC" plot "$f" --layer 'zz*' --out "$OUT/bad"
+expect_status 2
+expect_err "normcmp: --layer 'zz*' matches no layer (the layers: ln00)"
+
 # ---- exit 2 for what the user must fix
 run "$NC" norm "$f" -o "$T/missing_dir/y.npy"
 expect_status 2
@@ -175,4 +179,12 @@ run "$NC" run "$T/loop.json" --out "$OUT/bad"
 expect_status 2
 expect_err "normcmp: $T/loop.json: cannot open config file: Too many levels of symbolic links"
 expect_no_file "$OUT/bad"
+# ---- user-facing text points to the repository's docs, not to files
+# outside it (BRIEF.md, DESIGN.md)
+for c in "" inspect synth norm fit jacobian plot sweep run merge; do
+    "$NC" $c --help >>"$T/all_help" 2>&1
+done
+run grep -l -E 'BRIEF\.md|DESIGN\.md' README.md docs/*.md docs/normcmp.1 "$T/all_help"
+check "no BRIEF.md or DESIGN.md in README, docs/ or --help: $(tr '\n' ' ' <"$T/.out")" \
+    test "$_status" -eq 1
 done_tests

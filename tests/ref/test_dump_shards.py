@@ -124,6 +124,10 @@ def sharded(tmp):
         got = layers_of(fit(spec, os.path.join(tmp, f"r{k}")))
         C.ok(got == want, f"normcmp fit {os.path.relpath(spec, tmp)}: the same layers, "
                           "companions and numbers as one file")
+        C.ok(all(L.get("norm") == "rmsnorm" and L.get("eps") == 1e-6
+                 and L.get("norm_source") == "metadata" and L.get("eps_source") == "metadata"
+                 for L in got[0]),
+             f"normcmp fit {os.path.relpath(spec, tmp)}: norm and eps from the shards' metadata")
     with tempfile.TemporaryDirectory() as out:
         p = subprocess.run([NC, "run", os.path.join(tmp, "dumps", "rms.json"), "--out", out,
                             "--quiet"], capture_output=True, text=True)

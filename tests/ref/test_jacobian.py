@@ -70,6 +70,37 @@ def gaussian_cases(chk, tmp):
                     full[key], j[key])
 
 
+def nulls(o, path=""):
+    """Paths of the nulls in a JSON value."""
+    if o is None:
+        return [path]
+    if isinstance(o, dict):
+        return [p for k, v in o.items() for p in nulls(v, path + "." + k)]
+    if isinstance(o, list):
+        return [p for k, v in enumerate(o) for p in nulls(v, "%s[%d]" % (path, k))]
+    return []
+
+
+def skipped_dense_case(chk, tmp):
+    """A layer too wide for the dense check (d = 40000: d^2 > 2^30 entries):
+    the check says why it was skipped in its own status; the Jacobian block
+    has no null and no status blaming a zero Jacobian, and timing has no
+    null dense_gflops (issue 13: both were wrong)."""
+    x = np.random.default_rng(3).standard_normal((3, 40000)).astype(np.float32)
+    xin = os.path.join(tmp, "wide.npy")
+    np.save(xin, x)
+    out = os.path.join(tmp, "wide_out")
+    run("jacobian", xin, "--norm", "layernorm", "--out", out, "--quiet")
+    j = json.load(open(os.path.join(out, "report.json")))["layers"][0]["jacobian"]
+    st = j["dense_check"]["status"]
+    chk.count(st.startswith("skipped: 40000 x 40000 entries per token exceed"),
+              "wide layer: dense_check.status %r" % st)
+    chk.count("status" not in j, "wide layer: jacobian.status %r" % j.get("status"))
+    chk.count(nulls(j) == [], "wide layer: nulls in the jacobian block %s" % nulls(j))
+    chk.count("dense_gflops" not in j["timing"], "wide layer: no dense_gflops")
+    chk.count(j["tokens"] == 3 and j["diag_frobenius_share"] > 0.99, "wide layer: metrics")
+
+
 def main():
     chk = R.Checker()
     data = os.path.join(TOP, "data", "vit4mnist")
@@ -98,6 +129,7 @@ def main():
                 chk.count(L["jacobian"]["real_weighted"] is True, label + " real_weighted")
                 R.compare(chk, label, ref, L)
         gaussian_cases(chk, tmp)
+        skipped_dense_case(chk, tmp)
     for kind, v in sorted(chk.worst.items()):
         print("worst relative difference %-22s %.3g (tol %.0e)" % (kind, v, R.TOL[kind]))
     print("test_jacobian: %d passed, %d failed" % (chk.passed, chk.failed))

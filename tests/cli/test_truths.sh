@@ -1,0 +1,44 @@
+# test_truths.sh - small truths (issue 9 section 6, issue 13): the report's
+# effective configuration shows the values used, settings that cannot be
+# honoured are refused naming the file and key path, and a figure whose
+# layers match nothing is refused when the plan is built (before analysis).
+. tests/cli/lib.sh
+PY=/usr/bin/python3
+X=data/vit4mnist/ln00_input.npy
+
+# the effective configuration: defaults resolved (8 probes, the dense
+# token count of the default rule at d = 64, the threads used)
+run "$NC" fit "$X" -o "$T/o1" -q
+expect_status 0
+run $PY -c "import json; c = json.load(open('$T/o1/report.json'))['config']; j = c['jacobian']; print(j['probes'], j['dense_tokens'], c['threads'] > 0, j['probes'] == json.load(open('$T/o1/report.json'))['layers'][0]['jacobian']['probes'])"
+if [ "$(cat "$T/.out")" = "8 4096 True True" ]; then _ok; else _bad "effective config: $(cat "$T/.out")"; fi
+run "$NC" fit "$X" -o "$T/o2" -q --probes 3 --dense-tokens 5 --threads 1
+run $PY -c "import json; c = json.load(open('$T/o2/report.json'))['config']; print(c['jacobian']['probes'], c['jacobian']['dense_tokens'], c['threads'])"
+if [ "$(cat "$T/.out")" = "3 5 1" ]; then _ok; else _bad "given config: $(cat "$T/.out")"; fi
+
+# dyt_per_channel cannot be drawn as one curve: refused, not ignored
+cat >"$T/c.json" <<JSON
+{"name": "c", "layers": [{"file": "$PWD/$X"}],
+ "figures": [{"type": "scatter", "curves": ["dyt", "dyt_per_channel"]}]}
+JSON
+run "$NC" run "$T/c.json" -o "$T/o3" -q
+expect_status 2
+expect_err "normcmp: $T/c.json: figures[0].curves[1]: expected a fit drawn as one curve (dyt_per_channel has a gamma_i, beta_i per channel: it is in the report, not in figures)"
+expect_no_file "$T/o3"
+run "$NC" plot "$X" --figure scatter --curves dyt,dyt_per_channel -o "$T/o4" -q
+expect_status 2
+expect_err_has "--curves: dyt_per_channel"
+
+# a figure's layer pattern that matches nothing: refused before any analysis
+cat >"$T/d.json" <<JSON
+{"name": "d", "layers": [{"file": "$PWD/$X"}],
+ "figures": [{"type": "scatter", "layers": ["ln00", "ln99"]}]}
+JSON
+run "$NC" run "$T/d.json" -o "$T/o5"
+expect_status 2
+expect_err "normcmp: $T/d.json: figures[0].layers[1]: 'ln99' matches no layer (the layers: ln00)"
+expect_no_file "$T/o5"
+run "$NC" plot "$X" --figure scatter --layer 'nothing*' -o "$T/o6"
+expect_status 2
+expect_err "normcmp: --layer 'nothing*' matches no layer (the layers: ln00)"
+done_tests
