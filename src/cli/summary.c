@@ -152,11 +152,19 @@ void cli_print_run_summary(const nc_plan *plan)
                R->layer[k].verdict, R->layer[k].alpha_over_theory);
     if (R->nlayers < 2)
         return;
-    printf("\nRun (%zu layers): log-log OLS slope against 1/std(x), t-based 95%% CI, "
-           "Pearson r of the logs:\n", R->nlayers);
-    print_slope("alpha", &R->alpha);
-    print_slope("alpha*gamma", &R->alpha_gamma);
-    print_slope("affine slope", &R->affine);
+    printf("\nRun (%zu layers, %zu model group%s = layers sharing d): per group, log-log OLS "
+           "slope against\n1/std(x), t-based 95%% CI, Pearson r of the logs (no slope under 3 "
+           "layers):\n", R->nlayers, R->ngroups, R->ngroups == 1 ? "" : "s");
+    for (size_t g = 0; g < R->ngroups; g++) {
+        const nc_run_group *G = &R->group[g];
+        printf(" d = %zu (%zu layer%s:", G->d, G->nlayers, G->nlayers == 1 ? "" : "s");
+        for (size_t k = 0; k < G->nlayers; k++)
+            printf(" %s", plan->summaries[G->layer[k]].name);
+        printf(")\n");
+        print_slope("alpha", &G->alpha);
+        print_slope("alpha*gamma", &G->alpha_gamma);
+        print_slope("affine slope", &G->affine);
+    }
     printf("Verdict: %s\n", R->verdict);
 }
 
