@@ -206,7 +206,7 @@ static int parse_opt(int c, synth_opts *o, nc_err *err)
     default:
         return cli_usage_error("synth", "unknown or incomplete option");
     }
-    return rc ? cli_fail(err) : -1;
+    return rc ? cli_option_fail("synth", err) : -1;
 }
 
 /* The options and what follows from them: the output kind, eps's default,

@@ -119,7 +119,7 @@ fi
 # bad flags
 run "$NC" fit "$good" --eps 1e --out "$OUT"
 expect_status 2
-expect_err "normcmp: --eps: expected a number in [0, 1], got '1e'"
+expect_err "normcmp: fit: --eps: expected a number in [0, 1], got '1e' (see 'normcmp fit --help')"
 run "$NC" fit "$good" --norm batchnorm --out "$OUT"
 expect_status 2
 expect_err "normcmp: fit: --norm: expected layernorm or rmsnorm, got 'batchnorm' (see 'normcmp fit --help')"
