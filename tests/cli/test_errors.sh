@@ -84,7 +84,7 @@ run "$NC" synth -o "$T/three.safetensors" --preset all --tokens 16 --dim 8
 expect_status 0
 run "$NC" fit "$T/three.safetensors" --tensor 'blocks.*' --out "$OUT" --quiet
 expect_status 2
-expect_err "normcmp: $T/three.safetensors: tensor pattern 'blocks.*' matches no tensor (layers[0].tensor; layers in the file: early, middle, late; \`normcmp inspect $T/three.safetensors\` lists every tensor)"
+expect_err "normcmp: $T/three.safetensors: tensor pattern 'blocks.*' matches no tensor (--tensor; layers in the file: early, middle, late; \`normcmp inspect $T/three.safetensors\` lists every tensor)"
 expect_no_file "$OUT"
 
 # configs: malformed JSON, unknown key, wrong type, missing section
