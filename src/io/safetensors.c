@@ -28,6 +28,7 @@
 #include <cJSON.h>
 
 #include "util/jsonscan.h"
+#include "util/utf8.h"
 
 /* Sizes are exact in a double below 2^53. */
 #define EXACT_LIMIT 9007199254740992.0
@@ -63,9 +64,10 @@ static shown show(const char *str)
 {
     shown out;
     size_t k = 0;
+    bool utf8 = nc_utf8_valid(str, strlen(str), NULL);
     for (; str[k] && k < sizeof out.s - 1; k++) {
         unsigned char ch = (unsigned char)str[k];
-        out.s[k] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+        out.s[k] = ch < 0x20 || ch == 0x7f || (ch >= 0x80 && !utf8) ? '?' : (char)ch;
     }
     out.s[k] = '\0';
     return out;
@@ -321,6 +323,13 @@ static int parse_meta(const ctx *c, const cJSON *m)
     }
     size_t n = 0;
     for (const cJSON *v = m->child; v; v = v->next, n++) {
+        const char *key = v->string ? v->string : "";
+        if (cJSON_IsString(v) && v->valuestring &&
+            (!nc_utf8_valid(key, strlen(key), NULL) ||
+             !nc_utf8_valid(v->valuestring, strlen(v->valuestring), NULL)))
+            return nc_err_set(c->err, NC_EFORMAT,
+                              "%s: __metadata__ key '%s': found a key or value that is not "
+                              "UTF-8, expected UTF-8 text", c->path, show(key).s);
         if (!cJSON_IsString(v) || !v->valuestring) {
             describe(v, found, sizeof found);
             return nc_err_set(c->err, NC_EFORMAT,
@@ -490,6 +499,14 @@ int nc_st_parse(const unsigned char *buf, size_t len, const char *path, nc_st **
     for (const cJSON *e = st->root->child; e; e = e->next) {
         if (!e->string) { /* cJSON names every object member; kept as a guard */
             rc = nc_err_set(err, NC_EFORMAT, "%s: header: found a member without a name", path);
+            goto out;
+        }
+        size_t bad;
+        if (!nc_utf8_valid(e->string, strlen(e->string), &bad)) {
+            rc = nc_err_set(err, NC_EFORMAT,
+                            "%s: tensor " NAME_FMT ": name: found byte 0x%02x at position %zu "
+                            "that is not UTF-8, expected a UTF-8 name",
+                            path, show(e->string).s, (unsigned char)e->string[bad], bad);
             goto out;
         }
         if (strcmp(e->string, "__metadata__") != 0)
