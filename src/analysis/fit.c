@@ -140,6 +140,63 @@ static void profile_eval(profile *pr, double u, double *dphi)
     pr->G = -2.0 * a * theta * ((dF4[0] + dF4[1]) + (dF4[2] + dF4[3]));
 }
 
+/* Brent-Dekker root finding on the profile's G over [ua, ub], where G
+ * changes sign (Ga <= 0 <= Gb): the root's u, *done when within tol
+ * before max_iter steps; *evals counts the evaluations. */
+static double brent_root(profile *pr, double ua, double ub, double Ga, double Gb, double tol,
+                         int max_iter, double *dphi, int *evals, bool *done)
+{
+    double a = ua, b = ub, fa = Ga, fb = Gb, c = a, fc = fa, dd = b - a, e = dd;
+    for (int it = 0; it < max_iter; it++) {
+        if ((fb > 0 && fc > 0) || (fb < 0 && fc < 0)) {
+            c = a;
+            fc = fa;
+            dd = e = b - a;
+        }
+        if (fabs(fc) < fabs(fb)) {
+            a = b, b = c, c = a;
+            fa = fb, fb = fc, fc = fa;
+        }
+        double tol1 = 2 * DBL_EPSILON * fabs(b) + 0.5 * tol;
+        double xm = 0.5 * (c - b);
+        if (fabs(xm) <= tol1 || fb == 0) {
+            *done = true;
+            break;
+        }
+        if (fabs(e) >= tol1 && fabs(fa) > fabs(fb)) {
+            double s = fb / fa, p, q;
+            if (a == c) {
+                p = 2 * xm * s;
+                q = 1 - s;
+            } else {
+                double qq = fa / fc, r = fb / fc;
+                p = s * (2 * xm * qq * (qq - r) - (b - a) * (r - 1));
+                q = (qq - 1) * (r - 1) * (s - 1);
+            }
+            if (p > 0)
+                q = -q;
+            p = fabs(p);
+            if (2 * p < fmin(3 * xm * q - fabs(tol1 * q), fabs(e * q))) {
+                e = dd;
+                dd = p / q;
+            } else {
+                dd = xm;
+                e = dd;
+            }
+        } else {
+            dd = xm;
+            e = dd;
+        }
+        a = b;
+        fa = fb;
+        b += fabs(dd) > tol1 ? dd : (xm > 0 ? tol1 : -tol1);
+        profile_eval(pr, b, dphi);
+        (*evals)++;
+        fb = pr->G;
+    }
+    return b;
+}
+
 /* Scan u, then Brent's root finder on G inside the best cell's neighbours.
  * Fills out->p via the caller from pr->a, pr->b and the returned u. */
 static double profile_solve(profile *pr, double u_centre, const nc_fit_opts *o, double *dphi,
@@ -210,57 +267,8 @@ static double profile_solve(profile *pr, double u_centre, const nc_fit_opts *o, 
         return best_u;
     }
 brent:;
-    /* Brent-Dekker root finding on G over [ua, ub] */
-    double a = ua, b = ub, fa = Ga, fb = Gb, c = a, fc = fa, dd = b - a, e = dd;
     bool done = false;
-    int it;
-    for (it = 0; it < max_iter; it++) {
-        if ((fb > 0 && fc > 0) || (fb < 0 && fc < 0)) {
-            c = a;
-            fc = fa;
-            dd = e = b - a;
-        }
-        if (fabs(fc) < fabs(fb)) {
-            a = b, b = c, c = a;
-            fa = fb, fb = fc, fc = fa;
-        }
-        double tol1 = 2 * DBL_EPSILON * fabs(b) + 0.5 * tol;
-        double xm = 0.5 * (c - b);
-        if (fabs(xm) <= tol1 || fb == 0) {
-            done = true;
-            break;
-        }
-        if (fabs(e) >= tol1 && fabs(fa) > fabs(fb)) {
-            double s = fb / fa, p, q;
-            if (a == c) {
-                p = 2 * xm * s;
-                q = 1 - s;
-            } else {
-                double qq = fa / fc, r = fb / fc;
-                p = s * (2 * xm * qq * (qq - r) - (b - a) * (r - 1));
-                q = (qq - 1) * (r - 1) * (s - 1);
-            }
-            if (p > 0)
-                q = -q;
-            p = fabs(p);
-            if (2 * p < fmin(3 * xm * q - fabs(tol1 * q), fabs(e * q))) {
-                e = dd;
-                dd = p / q;
-            } else {
-                dd = xm;
-                e = dd;
-            }
-        } else {
-            dd = xm;
-            e = dd;
-        }
-        a = b;
-        fa = fb;
-        b += fabs(dd) > tol1 ? dd : (xm > 0 ? tol1 : -tol1);
-        profile_eval(pr, b, dphi);
-        evals++;
-        fb = pr->G;
-    }
+    double b = brent_root(pr, ua, ub, Ga, Gb, tol, max_iter, dphi, &evals, &done);
     profile_eval(pr, b, dphi); /* leave (a, b, F) at the returned u */
     evals++;
     out->iterations = evals;

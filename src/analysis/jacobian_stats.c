@@ -65,8 +65,8 @@ double nc_jac_median_se(const double *sorted, size_t n)
 
 #define TOK(idx, k) ((idx) ? (idx)[k] : (k))
 
-double nc_jac_ratio_se(const double *num, const double *num2, const double *den,
-                       const size_t *idx, size_t n)
+double nc_jac_ratio_se(const double *num, const double *num2, const double *den, const size_t *idx,
+                       size_t n)
 {
     if (n < 2)
         return 0.0;
@@ -95,8 +95,8 @@ double nc_jac_ratio_se(const double *num, const double *num2, const double *den,
     return sqrt((double)n / (double)(n - 1) * nc_sum_get(&ss));
 }
 
-nc_jac_summary nc_jac_summarize(const double *num, const double *den, const size_t *idx,
-                                size_t n, bool exact, double *work)
+nc_jac_summary nc_jac_summarize(const double *num, const double *den, const size_t *idx, size_t n,
+                                bool exact, double *work)
 {
     nc_jac_summary s = {NAN, NAN, exact, NAN, NAN, NAN, NAN, NAN, n, 0};
     if (n == 0)
@@ -145,8 +145,8 @@ static bool ranks_before(double ea, int ia, double eb, int ib)
 }
 
 void nc_jac_rank_surrogates(const nc_jac_summary *const *S, const double *const *num,
-                            const double *den, const size_t *idx, size_t n, const int *sid,
-                            int ns, nc_jac_rank *out)
+                            const double *den, const size_t *idx, size_t n, const int *sid, int ns,
+                            nc_jac_rank *out)
 {
     int order[NC_FIT_COUNT];
     for (int j = 0; j < ns; j++) { /* insertion sort of slots j by err */
@@ -205,8 +205,8 @@ nc_jac_gauss_ref nc_jac_gaussian_ref(nc_norm_kind norm, size_t d)
         return g;
     g.diag_frobenius_share = (dd - 1.0) / (dd + 1.0);
     g.offdiag_frobenius_share = sqrt(2.0 / (dd + 1.0));
-    g.radial_retention = (dd - 1.0) / dd *
-                         sqrt(1.0 - 6.0 / (dd + 1.0) + 15.0 / ((dd + 1.0) * (dd + 3.0)));
+    g.radial_retention =
+        (dd - 1.0) / dd * sqrt(1.0 - 6.0 / (dd + 1.0) + 15.0 / ((dd + 1.0) * (dd + 3.0)));
     g.ones_retention = sqrt((dd - 1.0) * (dd - 2.0) / (dd * (dd + 1.0)));
     return g;
 }

@@ -543,6 +543,14 @@ static int write_merged(const shard *s, size_t n, const char *out, const char *c
     return rc;
 }
 
+/* Whether two paths name one existing folder. */
+static bool same_dir(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
 int cli_merge(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -574,6 +582,10 @@ int cli_merge(int argc, char **argv)
         rc = load_shard(argv[optind + 1 + (int)k], &s[k], &err);
     if (!rc)
         rc = check_shards(s, n, &err);
+    for (size_t k = 0; k < n && !rc; k++)
+        if (same_dir(out, s[k].dir))
+            rc = nc_err_set(&err, NC_EINVAL, "merge: OUT %s is shard folder %s (expected a "
+                            "folder of its own)", out, s[k].dir);
     if (!rc)
         rc = write_merged(s, n, out, command, quiet, &err);
     int status = rc ? cli_fail(&err) : 0;

@@ -166,6 +166,10 @@ run "$NC" synth --preset bogus -o "$OUT/bad.npy"
 expect_status 2
 expect_err "normcmp: synth: --preset: expected early, middle, late, all or outlier-steps, got 'bogus' (see 'normcmp synth --help')"
 
+run "$NC" plot "$f" --layer 'zz*' --out "$OUT/bad"
+expect_status 2
+expect_err "normcmp: --layer 'zz*' matches no layer (the layers: ln00)"
+
 # ---- exit 2 for what the user must fix
 run "$NC" norm "$f" -o "$T/missing_dir/y.npy"
 expect_status 2

@@ -1,4 +1,5 @@
-# test_layers.sh - the house stays layered (README "Layout"):
+# test_layers.sh - the house stays layered (README "Layout") and its
+# functions short (tests/cli/check_funclen.py):
 #
 #   cli (and main.c) -> report -> plot -> plan -> config -> analysis -> io
 #   -> core -> util
@@ -43,4 +44,13 @@ expect_out_has 'src/util/u.c: #include "core/x_internal.h": internal to core/'
 expect_out_has 'headers include each other in a circle: plot/p.h plot/q.h'
 expect_out_has 'files call each other in a circle: core/a.c core/b.c'
 expect_out_has 'the circle core/a.c core/zzz.c is gone'
+# and no function grows past ~120 lines (a crafted 131-line one is caught)
+run /usr/bin/python3 tests/cli/check_funclen.py .
+cat "$T/.out"
+expect_status 0
+{ echo "int f(void)"; echo "{"; i=0; while [ $i -lt 128 ]; do echo "    g();"; i=$((i + 1)); done
+  echo "}"; } >"$T/x/src/core/long.c"
+run /usr/bin/python3 tests/cli/check_funclen.py "$T/x"
+expect_status 1
+expect_out_has "FAIL: src/core/long.c:1: int f: 131 lines (limit 120)"
 done_tests

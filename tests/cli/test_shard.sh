@@ -102,6 +102,9 @@ run "$NC" merge "$T/m6" "$T/nowhere"
 expect_status 2
 expect_err "normcmp: merge: $T/nowhere/report.json: cannot read (expected the output folder of 'normcmp run CONFIG --shard K/N')"
 expect_no_file "$T/m6"
+run "$NC" merge "$T/shard1/" "$T/shard1" "$T/shard2" "$T/shard3"
+expect_status 2
+expect_err "normcmp: merge: OUT $T/shard1/ is shard folder $T/shard1 (expected a folder of its own)"
 # an input rewritten between two shards' runs
 "$NC" synth -o "$T/three.safetensors" --preset all --tokens 512 --dim 96 --seed 5 --affine \
     >/dev/null 2>&1

@@ -86,8 +86,8 @@ static void check_gauss(nc_norm_kind norm, size_t d)
             rn += (long double)(jii * y[i]) * (jii * y[i]);
             rd += (long double)(inv * y[i]) * (inv * y[i]);
             for (size_t j = 0; j < d; j++) {
-                double jij = inv * ((i == j) - (norm == NC_LAYERNORM ? 1.0 / dd : 0.0) -
-                                    y[i] * y[j] / dd);
+                double jij =
+                    inv * ((i == j) - (norm == NC_LAYERNORM ? 1.0 / dd : 0.0) - y[i] * y[j] / dd);
                 fr += (long double)jij * jij;
             }
         }
@@ -251,9 +251,9 @@ static void test_ranking(void)
     for (int t = 0; t < n; t++) {
         double z = nc_rng_normal(&r), w = nc_rng_normal(&r);
         den[t] = 1.0;
-        num[0][t] = 0.04 * (1 + 0.5 * z) * (1 + 0.5 * z);     /* err ~ 0.2 */
+        num[0][t] = 0.04 * (1 + 0.5 * z) * (1 + 0.5 * z);          /* err ~ 0.2 */
         num[1][t] = num[0][t] * (1 + 0.001 * w) * (1 + 0.001 * w); /* ~ the same */
-        num[2][t] = 0.25 * (1 + 0.1 * w) * (1 + 0.1 * w);     /* err ~ 0.5 */
+        num[2][t] = 0.25 * (1 + 0.1 * w) * (1 + 0.1 * w);          /* err ~ 0.5 */
     }
     nc_jac_summary S[3];
     const nc_jac_summary *Sp[3] = {&S[0], &S[1], &S[2]};
