@@ -464,6 +464,18 @@ static int check_coverage(const ctx *c, const nc_st *st)
     return rc;
 }
 
+/* A tensor name must be UTF-8 (it goes into report.json). */
+static int check_utf8_name(const char *path, const char *name, nc_err *err)
+{
+    size_t bad;
+    if (nc_utf8_valid(name, strlen(name), &bad))
+        return 0;
+    return nc_err_set(err, NC_EFORMAT,
+                      "%s: tensor " NAME_FMT ": name: found byte 0x%02x at position %zu that is "
+                      "not UTF-8, expected a UTF-8 name",
+                      path, show(name).s, (unsigned char)name[bad], bad);
+}
+
 /* ------------------------------------------------------------------ */
 /* Public: parse and access                                            */
 /* ------------------------------------------------------------------ */
@@ -548,14 +560,8 @@ int nc_st_parse(const unsigned char *buf, size_t len, const char *path, nc_st **
             rc = nc_err_set(err, NC_EFORMAT, "%s: header: found a member without a name", path);
             goto out;
         }
-        size_t bad;
-        if (!nc_utf8_valid(e->string, strlen(e->string), &bad)) {
-            rc = nc_err_set(err, NC_EFORMAT,
-                            "%s: tensor " NAME_FMT ": name: found byte 0x%02x at position %zu "
-                            "that is not UTF-8, expected a UTF-8 name",
-                            path, show(e->string).s, (unsigned char)e->string[bad], bad);
+        if ((rc = check_utf8_name(path, e->string, err)))
             goto out;
-        }
         if (strcmp(e->string, "__metadata__") != 0)
             n++;
         else if (st->meta) {
