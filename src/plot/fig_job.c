@@ -10,8 +10,8 @@
  *
  * Metadata of each PNG (text chunks): Software, Title, Command, Layer (the
  * plan layers the figure shows), Parameters (their fits), Figure (the
- * kind), Panels (each panel's data area in pixels and its data range,
- * enough to read values off the picture) and, added by figure.c, Layout
+ * kind) and, added by figure.c, Panels (each panel's data area in pixels
+ * and its data range, enough to read values off the picture) and Layout
  * (the box of every text item and legend; figure.h).
  */
 #include <stdarg.h>
@@ -177,9 +177,8 @@ static bool shows_layer(const job *j, const nc_plan_layer *pl)
 /* The metadata of job j: the pairs of figure.h's meta, owned by the job. */
 static int job_meta(job *j, const char *command, const nc_plan *plan, nc_err *err)
 {
-    char *layers = NULL, *params = NULL, *panels = NULL;
-    bool ok = jappend(j, &layers, "%s", "") && jappend(j, &params, "%s", "") &&
-              jappend(j, &panels, "%s", "");
+    char *layers = NULL, *params = NULL;
+    bool ok = jappend(j, &layers, "%s", "") && jappend(j, &params, "%s", "");
     bool first = true;
     for (size_t k = 0; k < plan->nlayers && ok; k++) {
         const nc_plan_layer *pl = &plan->layers[k];
@@ -190,22 +189,12 @@ static int job_meta(job *j, const char *command, const nc_plan *plan, nc_err *er
              fit_params_text(j, &pl->result, &params);
         first = false;
     }
-    for (size_t k = 0; k < j->npanels && ok; k++) {
-        nc_rect a;
-        int rc = nc_figure_layout(&j->fig, k, &a, err);
-        if (rc)
-            return rc;
-        const nc_panel *p = &j->panels[k];
-        ok = jappend(j, &panels, "%spanel %zu: area %d %d %d %d; x %.17g %.17g%s; y %.17g %.17g%s",
-                     k ? "\n" : "", k, a.x, a.y, a.w, a.h, p->x0, p->x1, p->xlog ? " log" : "",
-                     p->y0, p->y1, p->ylog ? " log" : "");
-    }
     if (!ok)
         return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
     const char *title = j->fig.title ? j->fig.title : (j->panels[0].title ? j->panels[0].title : "");
     const char *pairs[] = {"Software", NC_TOOL_NAME " " NC_VERSION, "Title", title, "Command",
                            command ? command : "", "Layer", layers, "Parameters", params,
-                           "Figure", nc_fig_kind_name(j->spec->kind), "Panels", panels};
+                           "Figure", nc_fig_kind_name(j->spec->kind)};
     size_t n = sizeof pairs / sizeof pairs[0];
     memcpy(j->meta, pairs, sizeof pairs);
     j->meta[n] = NULL;

@@ -225,8 +225,14 @@ int nc_figure_data_area(const nc_figure *fig, size_t k, int *w, int *h, nc_err *
 void nc_panel_to_pixel(const nc_panel *p, const nc_rect *area, double x, double y, double *px,
                        double *py);
 
-/* Renders fig and writes it through sink as PNG (8-bit RGB, or RGBA when
- * transparent; text chunks from meta; zlib level and filter as in
+/* Renders fig and writes it through sink. When fig->meta is set, two
+ * pairs are added to it: "Panels" (every format: per panel "panel K: area
+ * X Y W H; x X0 X1[ log]; y Y0 Y1[ log]", its data area in px and its
+ * range) and, in PNGs, "Layout" (one line per item drawn: "canvas W H
+ * DPI", "text panelK.WHAT X Y W H PT" with the text's ink box in px and its
+ * size in points, "legend panelK|outside X Y W H 0", "colour panelK KIND
+ * #rrggbb" for each data colour; docs/figures.md). Formats: PNG (8-bit
+ * RGB, or RGBA when transparent; text chunks from meta; zlib level and filter as in
  * io/png.h), PDF (one page; Title from the meta key "Title" or the figure
  * title, Author from "Author", Creator from "Software", Subject from
  * "Description", CreationDate from "CreationDate" (ISO 8601, e.g.

@@ -185,6 +185,8 @@ static int place_areas(const nc_figure *fig, layout *L, int *dw, int *dh)
 
 void nc_layout_free(layout *L)
 {
+    for (size_t k = 0; L->p && k < L->np; k++)
+        free(L->p[k].ink_cloud);
     free(L->p);
     L->p = NULL;
 }
@@ -281,6 +283,7 @@ int nc_layout_compute(const nc_figure *fig, int W, int H, double strip_h, layout
     L->pad = OUTER_PAD_EM * L->font_px;
     L->gap = GAP_EM * L->font_px;
     L->p = calloc(fig->npanels, sizeof *L->p);
+    L->np = fig->npanels;
     cairo_surface_t *surf = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
     cairo_t *cr = cairo_create(surf);
     cairo_font_options_t *fo = nc_text_options();

@@ -38,6 +38,7 @@ typedef struct panel_layout {
     double left, right, top, bottom; /* text room around the area (px) */
     char xlab[256], ylab[256]; /* the axis labels drawn: the panel's, with the axis'
                                   shared factor (axes.h) */
+    float *ink_cloud; /* the legend plan's ink map of this area (legend.c), or NULL; owned */
     int legend; /* where its legend goes (legend.h nc_legend_plan): a position inside the
                    frame, NC_LEGEND_OUTSIDE (the strip) or NC_LEGEND_NONE */
 } panel_layout;
@@ -65,7 +66,8 @@ typedef struct layout {
     nc_rect strip;   /* where it is */
     nc_rec *rec;     /* where drawing records its boxes, or NULL */
     int colL[MAX_GRID], colR[MAX_GRID], rowT[MAX_GRID], rowB[MAX_GRID]; /* shared margins */
-    panel_layout *p; /* [npanels] */
+    panel_layout *p; /* [np] */
+    size_t np;
 } layout;
 
 /* v clamped to [lo, hi]. */

@@ -146,28 +146,33 @@ static void ink_add_piece(void *ctx, double ax, double ay, double bx, double by,
     }
 }
 
-/* The cloud's share of each cell, from the density's counts. */
+/* The cloud's share of each cell, from the density's counts (the cell of
+ * each raster column and row computed once). */
 static void ink_cloud(const layout *L, const nc_panel *p, const nc_rect *a, inkmap *m)
 {
     int r = nc_raster_dot_radius(72.0 * L->px_pt); /* a point prints (2r + 1)^2 px */
-    double spread = (double)(2 * r + 1) * (2 * r + 1);
     const nc_density *d = p->density;
     double X0, Y0, sx, sy;
     nc_raster_place(p, a, d, &X0, &Y0, &sx, &sy);
-    double per = 1.0 / (INK_CELL * INK_CELL);
-    for (int j = 0; j < d->h; j++) {
-        int cy = (int)floor((Y0 + (j + 0.5) * sy - a->y) / INK_CELL);
-        if (cy < 0 || cy >= m->gh)
-            continue;
-        const uint32_t *row = d->count + (size_t)j * (size_t)d->w;
-        for (int i = 0; i < d->w; i++) {
-            if (!row[i])
-                continue;
-            int cx = (int)floor((X0 + (i + 0.5) * sx - a->x) / INK_CELL);
-            if (cx >= 0 && cx < m->gw)
-                m->cloud[(size_t)cy * m->gw + cx] += (float)(per * sx * sy * spread);
-        }
+    float add = (float)(sx * sy * (2 * r + 1) * (2 * r + 1) / (INK_CELL * INK_CELL));
+    int *col = malloc((size_t)d->w * sizeof *col);
+    if (!col)
+        return; /* no cloud in the ink map: the legend may then cover some */
+    for (int i = 0; i < d->w; i++) {
+        double cx = floor((X0 + (i + 0.5) * sx - a->x) / INK_CELL);
+        col[i] = cx >= 0 && cx < m->gw ? (int)cx : -1;
     }
+    for (int j = 0; j < d->h; j++) {
+        double cy = floor((Y0 + (j + 0.5) * sy - a->y) / INK_CELL);
+        if (!(cy >= 0 && cy < m->gh))
+            continue;
+        float *cells = m->cloud + (size_t)cy * (size_t)m->gw;
+        const uint32_t *row = d->count + (size_t)j * (size_t)d->w;
+        for (int i = 0; i < d->w; i++)
+            if (row[i] && col[i] >= 0)
+                cells[col[i]] += add;
+    }
+    free(col);
     for (size_t c = 0; c < (size_t)m->gw * (size_t)m->gh; c++)
         m->cloud[c] = m->cloud[c] > 1 ? 1 : m->cloud[c];
 }
@@ -471,11 +476,14 @@ int nc_legend_plan(const nc_figure *fig, layout *L, double *strip_h)
             double bw, bh, colw, em = L->font_px * LEGEND_FONT;
             box_size(cr, L, e, n, p->legend_title, 1, &bw, &bh, &colw);
             bool clean = false;
-            if (ink_build(L, p, &pl->area, &m) != 0)
+            if (ink_build(L, p, &pl->area, &m) != 0) {
                 rc = -1;
-            else
+            } else {
                 best_position(&m, &pl->area, LEG_AXESPAD * em, bw, bh, NC_LEGEND_UPPER_RIGHT,
                               NC_LEGEND_CENTER, &clean);
+                pl->ink_cloud = m.cloud; /* kept for drawing on this layout (layout.h) */
+                m.cloud = NULL;
+            }
             pl->legend = clean ? NC_LEGEND_AUTO : NC_LEGEND_OUTSIDE;
         }
         any = any || pl->legend == NC_LEGEND_OUTSIDE;
@@ -556,7 +564,15 @@ int nc_legend_draw(cairo_t *cr, layout *L, const nc_panel *p, size_t k)
     bool inside = where != NC_LEGEND_NONE && where != NC_LEGEND_OUTSIDE;
     long n = inside ? legend_entries(L, p, &e) : 0;
     int rc = -1;
-    if (n < 0 || ink_build(L, p, a, &m) != 0)
+    if (L->p[k].ink_cloud) { /* the plan's, on this very area */
+        m = (inkmap){(a->w + INK_CELL - 1) / INK_CELL, (a->h + INK_CELL - 1) / INK_CELL,
+                     L->p[k].ink_cloud, NULL};
+        m.line = m.cloud + (size_t)m.gw * (size_t)m.gh;
+        L->p[k].ink_cloud = NULL;
+    } else if (n >= 0 && ink_build(L, p, a, &m) != 0) {
+        goto out;
+    }
+    if (n < 0)
         goto out;
     if (n > 0) {
         double bw, bh, colw, em = L->font_px * LEGEND_FONT, pad = LEG_AXESPAD * em;

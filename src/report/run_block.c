@@ -1,0 +1,168 @@
+/*
+ * run_block.c - the run-level block of report.json ("run";
+ * analysis/run_summary.h, docs/report.md "The run-level block"): written
+ * for a plan with two or more layers (report.c), and for a merged report
+ * from the per-layer numbers of its layers (nc_report_add_run_from_layers,
+ * used by `normcmp merge`), by the same nc_run_summary_compute.
+ */
+#include "report/report.h"
+#include "report/report_internal.h"
+#include "report/shard.h"
+
+/* ------------------------------------------------------------ run block */
+
+static void add_rank(builder *b, cJSON *o, const char *key, const nc_rank *R, const char *what)
+{
+    cJSON *r = obj(b, o, key);
+    if (R->best < 0) {
+        str(b, r, "status", "no surrogate has a value");
+        return;
+    }
+    str(b, r, "fit", nc_surrogate_get((nc_fit_id)R->best)->name);
+    num(b, r, what, R->value);
+    if (R->se == R->se)
+        num(b, r, "se", R->se);
+    cJSON *t = arr(b, r, "ties");
+    for (int k = 0; t && k < NC_FIT_COUNT; k++)
+        if (R->tie[k] && !cJSON_AddItemToArray(t, cJSON_CreateString(
+                             nc_surrogate_get((nc_fit_id)k)->name)))
+            b->ok = false;
+    num(b, r, "candidates", (double)R->candidates);
+}
+
+static void add_loglog(builder *b, cJSON *o, const char *key, const char *y,
+                       const nc_loglog *L)
+{
+    cJSON *l = obj(b, o, key);
+    str(b, l, "y", y);
+    str(b, l, "x", "1/input_stats.std");
+    num(b, l, "layers", (double)L->n);
+    num(b, l, "slope", L->slope);
+    num(b, l, "intercept", L->intercept);
+    num(b, l, "r", L->r);
+    num(b, l, "slope_se", L->slope_se);
+    cJSON *ci = arr(b, l, "ci95");
+    const double lim[2] = {L->ci_lo, L->ci_hi};
+    for (int k = 0; ci && k < 2; k++) {
+        cJSON *e = number(lim[k]);
+        if (!e || !cJSON_AddItemToArray(ci, e)) {
+            cJSON_Delete(e);
+            b->ok = false;
+        }
+    }
+    str(b, l, "status", L->status);
+}
+
+/* The run-level block (run_summary.h) under parent. */
+void nc_report_add_run(builder *b, cJSON *parent, const nc_layer_summary *L,
+                       const nc_run_summary *R)
+{
+    cJSON *o = obj(b, parent, "run");
+    num(b, o, "layers", (double)R->nlayers);
+    cJSON *ls = arr(b, o, "per_layer");
+    for (size_t k = 0; ls && k < R->nlayers; k++) {
+        const nc_layer_verdict *v = &R->layer[k];
+        cJSON *lo = obj(b, ls, NULL);
+        str(b, lo, "name", L[k].name);
+        str(b, lo, "kind", nc_layer_verdict_kind(v));
+        add_rank(b, lo, "best_r2", &v->by_r2, "r2");
+        add_rank(b, lo, "best_backprop", &v->by_bp, "backprop_rel_err");
+        boolean(b, lo, "backprop_ties_decided", v->bp_ties_known);
+        num(b, lo, "affine_r2", v->affine_r2);
+        num(b, lo, "gain_r2", v->gain_r2);
+        num(b, lo, "residual_removed", v->residual_removed);
+        num(b, lo, "alpha", L[k].alpha);
+        num(b, lo, "theory_alpha", L[k].theory_alpha);
+        num(b, lo, "alpha_over_theory", v->alpha_over_theory);
+        ensure_status(b, lo, "a fit that did not run (affine map, DyT) leaves these undefined");
+        str(b, lo, "verdict", v->verdict);
+    }
+    cJSON *sl = obj(b, o, "loglog_vs_inv_std");
+    str(b, sl, "method", "OLS of log y on log(1/std) over the layers; r: Pearson correlation "
+                         "of the logs; ci95: slope -+ t(0.975, n-2) * slope_se");
+    add_loglog(b, sl, "alpha", "fits.dyt.alpha", &R->alpha);
+    add_loglog(b, sl, "alpha_gamma", "fits.dyt.alpha * fits.dyt.gamma", &R->alpha_gamma);
+    add_loglog(b, sl, "affine_slope", "fits.linear.slope", &R->affine);
+    num(b, o, "saturating_layers", (double)R->saturating);
+    str(b, o, "verdict", R->verdict);
+}
+
+/* A number of the report, or NAN. */
+static double jnum_at(const cJSON *o, const char *k1, const char *k2)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k1);
+    if (k2)
+        v = cJSON_GetObjectItemCaseSensitive(v, k2);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* A layer's run-level summary from its block in report.json (the fields
+ * run_summary.h names). */
+static void summary_from_json(const cJSON *lo, nc_layer_summary *s)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(lo, "name");
+    nc_layer_summary_init(s, cJSON_IsString(name) ? name->valuestring : "");
+    double d = jnum_at(lo, "dim", NULL);
+    s->d = d >= 0 ? (size_t)d : 0;
+    s->std = jnum_at(lo, "input_stats", "std");
+    s->rho = jnum_at(lo, "input_stats", "rho");
+    const cJSON *fits = cJSON_GetObjectItemCaseSensitive(lo, "fits");
+    const cJSON *sur = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(lo, "jacobian"), "surrogates");
+    for (int k = 0; k < NC_FIT_COUNT; k++) {
+        const char *fname = nc_surrogate_get((nc_fit_id)k)->name;
+        s->r2[k] = jnum_at(fits, fname, "r2");
+        const cJSON *so = cJSON_GetObjectItemCaseSensitive(sur, fname);
+        s->bp[k] = jnum_at(so, "backprop_rel_err", NULL);
+        s->bp_se[k] = jnum_at(so, "backprop_rel_err_se", NULL);
+    }
+    const cJSON *dyt = cJSON_GetObjectItemCaseSensitive(fits, "dyt");
+    s->alpha = jnum_at(dyt, "alpha", NULL);
+    s->gamma = jnum_at(dyt, "gamma", NULL);
+    s->theory_alpha = jnum_at(dyt, "theory_alpha", NULL);
+    s->affine_slope = jnum_at(fits, "linear", "slope");
+}
+
+int nc_report_add_run_from_layers(cJSON *root, nc_err *err)
+{
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+    size_t n = (size_t)cJSON_GetArraySize(layers);
+    if (n < 2)
+        return 0;
+    nc_layer_summary *L = calloc(n, sizeof *L);
+    if (!L)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for the run summary");
+    size_t k = 0;
+    for (const cJSON *lo = layers->child; lo && k < n; lo = lo->next)
+        summary_from_json(lo, &L[k++]);
+    nc_run_summary R;
+    int rc = nc_run_summary_compute(L, n, &R, err);
+    if (!rc) {
+        builder b = {.ok = true};
+        nc_report_add_run(&b, root, L, &R);
+        if (!b.ok)
+            rc = nc_err_set(err, NC_ENOMEM, "out of memory for the run summary");
+        nc_run_summary_free(&R);
+    }
+    free(L);
+    return rc;
+}
+
+int nc_report_run_json(const nc_layer_summary *L, const nc_run_summary *R, char **json,
+                       nc_err *err)
+{
+    *json = NULL;
+    builder b = {.ok = true};
+    cJSON *root = cJSON_CreateObject();
+    if (root)
+        nc_report_add_run(&b, root, L, R);
+    cJSON *run = root ? cJSON_GetObjectItemCaseSensitive(root, "run") : NULL;
+    char *text = b.ok && run ? cJSON_Print(run) : NULL;
+    cJSON_Delete(root);
+    if (!text)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for the report");
+    *json = strdup(text);
+    cJSON_free(text);
+    return *json ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory for the report");
+}
+
