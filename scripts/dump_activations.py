@@ -108,7 +108,7 @@ import time
 import zipfile
 
 TOOL = "normcmp scripts/dump_activations.py 2"
-PROG = "dump_activations.py"
+PROG = os.path.basename(sys.argv[0]) or "dump_activations.py"  # the invoked name
 INDEX_NAME = "model.safetensors.index.json"
 
 DEFAULT_CLASSES = ["LayerNorm", "RMSNorm", "LlamaRMSNorm", "MistralRMSNorm", "MixtralRMSNorm",

@@ -132,7 +132,7 @@ static int unknown_command(const char *name)
 /* `normcmp help [COMMAND]`: the command list, or COMMAND --help. */
 static int help(int argc, char **argv)
 {
-    if (argc < 3) {
+    if (argc < 3 || strcmp(argv[2], "help") == 0) { /* `help help`: the list */
         fputs(usage, stdout);
         return cli_finish_stdout(0);
     }

@@ -51,6 +51,10 @@ int cli_fail(const nc_err *err);
 /* Prints "normcmp: <cmd>: <message>" and a hint, returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* An option's bad value (err from nc_parse_*): printed like cli_usage_error,
+ * "normcmp: CMD: <err> (see 'normcmp CMD --help')". Returns 2. */
+int cli_option_fail(const char *cmd, const nc_err *err);
+
 struct option; /* getopt.h */
 
 /* What cli_getopt returns after it printed why an option is bad. */

@@ -37,6 +37,11 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     return 2;
 }
 
+int cli_option_fail(const char *cmd, const nc_err *err)
+{
+    return cli_usage_error(cmd, "%s", err->msg[0] ? err->msg : "bad option value");
+}
+
 char *cli_command_line(int argc, char **argv)
 {
     size_t n = 1;

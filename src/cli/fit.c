@@ -422,7 +422,7 @@ static int input_option(int c, const char *arg, fit_args *a, nc_err *err)
         return OPT_DONE;
     case OPT_EPS:
         if (nc_parse_double(arg, "--eps", 0, 1, &a->eps, err) != 0)
-            return cli_fail(err);
+            return cli_option_fail(a->cmd, err);
         a->has_eps = true;
         return OPT_DONE;
     case OPT_LABEL:
@@ -452,19 +452,19 @@ static int analysis_option(int c, const char *arg, fit_args *a, nc_config *cfg, 
     uint64_t u;
     switch (c) {
     case OPT_FITS:
-        return nc_fits_parse("--fits", arg, cfg->fit, err) ? cli_fail(err) : OPT_DONE;
+        return nc_fits_parse("--fits", arg, cfg->fit, err) ? cli_option_fail(a->cmd, err) : OPT_DONE;
     case OPT_AMP_DYT:
     case OPT_AMP_DYISRU:
     case OPT_AMP_DERF:
         return amp_option(c, arg, a->cmd, cfg);
     case OPT_BINS:
         if (nc_parse_u64(arg, "--bins", 16, 1 << 24, &u, err))
-            return cli_fail(err);
+            return cli_option_fail(a->cmd, err);
         cfg->max_bins = (size_t)u;
         return OPT_DONE;
     case OPT_MAX_EXACT:
         if (nc_parse_u64(arg, "--max-exact-points", 0, (uint64_t)1 << 40, &u, err))
-            return cli_fail(err);
+            return cli_option_fail(a->cmd, err);
         cfg->max_exact_points = (size_t)u;
         return OPT_DONE;
     case OPT_EXPERIMENT:
@@ -479,12 +479,12 @@ static int analysis_option(int c, const char *arg, fit_args *a, nc_config *cfg, 
         return OPT_DONE;
     case OPT_PROBES:
         if (nc_parse_u64(arg, "--probes", 1, 1024, &u, err))
-            return cli_fail(err);
+            return cli_option_fail(a->cmd, err);
         cfg->jacobian.probes = (size_t)u;
         return OPT_DONE;
     case OPT_DENSE_TOKENS:
         if (nc_parse_u64(arg, "--dense-tokens", 1, (uint64_t)1 << 40, &u, err))
-            return cli_fail(err);
+            return cli_option_fail(a->cmd, err);
         cfg->jacobian.dense_tokens = (size_t)u;
         return OPT_DONE;
     default:
@@ -538,16 +538,16 @@ static int figure_option(int c, const char *arg, fit_args *a, nc_err *err)
         snprintf(wbuf, sizeof wbuf, "%.*s", (int)(x - arg), arg);
         if (nc_parse_double(wbuf, "--size (width)", 0.5, 100, &fo->w, err) ||
             nc_parse_double(x + 1, "--size (height)", 0.5, 100, &fo->h, err))
-            return cli_fail(err);
+            return cli_option_fail(a->cmd, err);
         return OPT_DONE;
     }
     case OPT_DPI:
         if (nc_parse_double(arg, "--dpi", 10, 2400, &fo->dpi, err))
-            return cli_fail(err);
+            return cli_option_fail(a->cmd, err);
         return OPT_DONE;
     case OPT_CURVES:
         if (nc_fits_parse("--curves", arg, fo->curves, err))
-            return cli_fail(err);
+            return cli_option_fail(a->cmd, err);
         if (fo->curves[NC_FIT_DYT_PER_CHANNEL])
             return cli_usage_error(a->cmd, "--curves: dyt_per_channel has a gamma_i, beta_i per "
                                    "channel and is not drawn as one curve (it is in the report)");
@@ -575,7 +575,7 @@ static int parse_fit_options(int argc, char **argv, fit_args *a, nc_config *cfg,
             return 2;
         int st = parse_override(c, optarg, &a->ov, err);
         if (st < 0)
-            return cli_fail(err);
+            return cli_option_fail(a->cmd, err);
         if (st > 0)
             continue;
         if ((st = input_option(c, optarg, a, err)) == OPT_NOT_MINE &&
@@ -721,8 +721,9 @@ static const struct option run_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* A data file given where a config belongs: its kind (by its first
- * bytes: the npy magic, or safetensors' header length and '{'), or NULL. */
+/* A folder or a data file given where a config belongs: its kind (data
+ * files by their first bytes: the npy magic, or safetensors' header length
+ * and '{'), or NULL. */
 static const char *data_file_kind(const char *path)
 {
     unsigned char b[9];
@@ -730,13 +731,16 @@ static const char *data_file_kind(const char *path)
     struct stat st;
     if (fd < 0)
         return NULL;
-    ssize_t got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, b, sizeof b) : 0;
+    bool dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+    ssize_t got = !dir && S_ISREG(st.st_mode) ? read(fd, b, sizeof b) : 0;
     close(fd);
     size_t n = got > 0 ? (size_t)got : 0;
+    if (dir)
+        return "a folder";
     if (n >= 6 && memcmp(b, "\x93NUMPY", 6) == 0)
-        return "an .npy";
+        return "an .npy file";
     if (n == 9 && b[8] == '{' && b[7] == 0 && b[6] == 0 && b[5] == 0)
-        return "a .safetensors";
+        return "a .safetensors file";
     return NULL;
 }
 
@@ -754,12 +758,12 @@ static int run_main(int argc, char **argv, bool sweep_mode)
             return 2;
         if (c == OPT_SHARD) {
             if (cli_parse_shard(optarg, &shard_k, &shard_n, &err) != 0)
-                goto fail;
+                return cli_option_fail(cmd, &err);
             continue;
         }
         int h = parse_override(c, optarg, &ov, &err);
         if (h < 0)
-            goto fail;
+            return cli_option_fail(cmd, &err);
         if (h > 0)
             continue;
         switch (c) {
@@ -776,7 +780,7 @@ static int run_main(int argc, char **argv, bool sweep_mode)
     const char *kind = data_file_kind(path);
     if (kind) {
         char *quoted = cli_command_line(1, (char **)&path);
-        cli_usage_error(cmd, "%s is %s file, not a config; to analyse it: normcmp fit %s", path,
+        cli_usage_error(cmd, "%s is %s, not a config; to analyse it: normcmp fit %s", path,
                         kind, quoted ? quoted : path);
         free(quoted);
         return 2;

@@ -66,7 +66,7 @@ static int parse_args(int argc, char **argv, norm_args *a, nc_err *err)
             break;
         case 'e':
             if (nc_parse_double(optarg, "--eps", 0, 1, &a->eps, err) != 0)
-                return cli_fail(err);
+                return cli_option_fail("norm", err);
             break;
         case 'a': a->affine = true; break;
         case 'w': a->wpath = optarg; a->affine = true; break;

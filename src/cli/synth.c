@@ -38,7 +38,8 @@ static const char help[] =
     "      --seed S            seed (default 1)\n"
     "      --rng NAME          outlier-steps: normcmp (default) or numpy, NumPy's legacy\n"
     "                          generator: np.random.seed(S); np.random.normal(0, 2, dim)\n"
-    "                          bit for bit (S < 2^32)\n"
+    "                          bit for bit (S < 2^32; rounded to float32 unless\n"
+    "                          --dtype f64)\n"
     "      --dtype T           f32, f16, bf16 or f64 (default f32)\n"
     "      --affine            also write weight, bias and the real output\n"
     "  -n, --norm NAME         norm of the real output: layernorm or rmsnorm (default layernorm)\n"
@@ -58,13 +59,18 @@ enum {
     OPT_OUTLIERS, OPT_OMAG, OPT_OSPREAD, OPT_NU, OPT_OFFSET, OPT_RNG,
 };
 
-/* The bytes of n float values as dtype dt (owned by the caller). */
-static void *encode(const float *v, size_t n, nc_dtype dt)
+/* The bytes of n float values as dtype dt (owned by the caller); with v64
+ * (the same values in double) and dt f64, those doubles themselves. */
+static void *encode(const float *v, const double *v64, size_t n, nc_dtype dt)
 {
     size_t es = nc_dtype_size(dt);
     unsigned char *out = malloc(n * es > 0 ? n * es : 1);
     if (!out)
         return NULL;
+    if (v64 && dt == NC_F64) {
+        memcpy(out, v64, n * es);
+        return out;
+    }
     for (size_t k = 0; k < n; k++) {
         if (dt == NC_F32) {
             memcpy(out + 4 * k, &v[k], 4);
@@ -84,24 +90,26 @@ typedef struct gen_layer {
     char name[32];
     size_t N, d;
     float *x, *w, *b, *y; /* y, w, b with --affine (b: LayerNorm only) */
+    double *x64;          /* outlier-steps with --dtype f64: x in double */
 } gen_layer;
 
 static void free_layers(gen_layer *g, int n)
 {
     for (int k = 0; k < n; k++) {
         free(g[k].x);
+        free(g[k].x64);
         free(g[k].w);
         free(g[k].b);
         free(g[k].y);
     }
 }
 
-static int write_npy(nc_outset *set, const char *name, const float *v, int rank,
-                     const uint64_t *shape, nc_dtype dt, size_t n, nc_err *err)
+static int write_npy(nc_outset *set, const char *name, const float *v, const double *v64,
+                     int rank, const uint64_t *shape, nc_dtype dt, size_t n, nc_err *err)
 {
     nc_membuf mb = {0};
     nc_sink sink = nc_membuf_sink(&mb);
-    void *bytes = encode(v, n, dt);
+    void *bytes = encode(v, v64, n, dt);
     int rc = bytes ? nc_npy_write_header(&sink, dt, rank, shape, err)
                    : nc_err_set(err, NC_ENOMEM, "out of memory");
     if (!rc)
@@ -198,7 +206,7 @@ static int parse_opt(int c, synth_opts *o, nc_err *err)
     default:
         return cli_usage_error("synth", "unknown or incomplete option");
     }
-    return rc ? cli_fail(err) : -1;
+    return rc ? cli_option_fail("synth", err) : -1;
 }
 
 /* The options and what follows from them: the output kind, eps's default,
@@ -293,6 +301,14 @@ static int generate_layer(const synth_opts *o, const char *name, int k, gen_laye
     int rc = o->steps ? nc_synth_outlier_steps(o->seed, g->d, (int)g->N, 5.0, 2.0, o->rng, g->x,
                                                &channel, err)
                       : nc_synth_fill(&p, g->x, 0, err);
+    if (!rc && o->steps && o->dt == NC_F64) {
+        /* the f64 file carries the draws unrounded (NumPy's, bit for bit) */
+        if (!(g->x64 = malloc(n * sizeof(double))))
+            rc = nc_err_set(err, NC_ENOMEM, "out of memory for %zu x %zu", g->N, g->d);
+        else
+            rc = nc_synth_outlier_steps_f64(o->seed, g->d, (int)g->N, 5.0, 2.0, o->rng, g->x64,
+                                            &channel, err);
+    }
     if (rc)
         return -1;
     if (!o->affine)
@@ -316,7 +332,7 @@ static int add_npy_files(nc_outset *set, const char *base, const gen_layer *g, n
 {
     uint64_t shape[2] = {g->N, g->d}, dshape[1] = {g->d};
     size_t n = g->N * g->d;
-    if (write_npy(set, base, g->x, 2, shape, dt, n, err) != 0)
+    if (write_npy(set, base, g->x, g->x64, 2, shape, dt, n, err) != 0)
         return -1;
     if (!affine)
         return 0;
@@ -328,7 +344,7 @@ static int add_npy_files(nc_outset *set, const char *base, const gen_layer *g, n
         if (!data[k])
             continue;
         snprintf(name, sizeof name, "%.*s_%s.npy", (int)pre, base, comp[k]);
-        if (write_npy(set, name, data[k], k ? 1 : 2, k ? dshape : shape, NC_F32, k ? g->d : n,
+        if (write_npy(set, name, data[k], NULL, k ? 1 : 2, k ? dshape : shape, NC_F32, k ? g->d : n,
                       err) != 0)
             return -1;
     }
@@ -358,7 +374,7 @@ static int add_safetensors_file(nc_outset *set, const char *base, const gen_laye
             size_t n = j < 2 ? g[k].N * g[k].d : g[k].d;
             nc_dtype edt = j == 0 ? dt : NC_F32;
             snprintf(tnames[ne], sizeof tnames[ne], "%.40s.%s", g[k].name, comp[j]);
-            if (!(bytes[ne] = encode(data[j], n, edt))) {
+            if (!(bytes[ne] = encode(data[j], j == 0 ? g[k].x64 : NULL, n, edt))) {
                 rc = nc_err_set(err, NC_ENOMEM, "out of memory");
                 break;
             }

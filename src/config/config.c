@@ -363,6 +363,11 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
         (rc = get_norm(w, root, "", &cfg->norm, &cfg->has_norm)) ||
         (rc = nc_config_get_number(w, root, "eps", "", 0, 1, &cfg->eps, &cfg->has_eps)))
         return rc;
+    /* the default output folder is out/<name>: one folder, never elsewhere */
+    if (cfg->name && (strchr(cfg->name, '/') || strcmp(cfg->name, ".") == 0 ||
+                      strcmp(cfg->name, "..") == 0))
+        return bad(w, "name", "a name without '/' (not '.' or '..'); the output folder is "
+                              "out/<name>, or set \"output\"");
     const cJSON *v;
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "fits")) &&
         (rc = nc_config_parse_fits(w, v, cfg)))
@@ -437,7 +442,8 @@ int nc_config_parse(const char *text, size_t len, const char *path, nc_config **
         snprintf(w.dir, sizeof w.dir, "/");
     const char *end = NULL;
     size_t bad_at;
-    if (nc_json_raw_control(text, len, &bad_at)) {
+    bool inside = nc_json_raw_control(text, len, &bad_at);
+    if (inside || nc_json_bad_space(text, len, &bad_at)) {
         int line = 1, col = 1;
         for (size_t k = 0; k < bad_at; k++) {
             if (text[k] == '\n') {
@@ -448,8 +454,10 @@ int nc_config_parse(const char *text, size_t len, const char *path, nc_config **
             }
         }
         return nc_err_set(err, NC_EINVAL, "%s: malformed JSON at line %d, column %d: a raw "
-                          "control character (byte 0x%02x) inside a string (write it escaped)",
-                          path, line, col, (unsigned char)text[bad_at]);
+                          "control character (byte 0x%02x) %s",
+                          path, line, col, (unsigned char)text[bad_at],
+                          inside ? "inside a string (write it escaped)"
+                                 : "outside a string (expected JSON white space)");
     }
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
     if (root) {
@@ -481,7 +489,9 @@ int nc_config_parse(const char *text, size_t len, const char *path, nc_config **
         cJSON_Delete(root);
         return rc;
     }
-    rc = parse_root(&w, root, cfg);
+    rc = nc_config_check_utf8(&w, root, "");
+    if (!rc)
+        rc = parse_root(&w, root, cfg);
     cJSON_Delete(root);
     if (!rc && !cfg->name) {
         /* default name: the file's base name without .json */

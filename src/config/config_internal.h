@@ -80,6 +80,10 @@ int nc_config_get_strings(walker *w, const cJSON *v, const char *path, char ***o
  * given) into *out (owned: any old *out is freed). */
 int nc_config_resolve(walker *w, const char *p, char **out);
 
+/* Every key and string value under v (at path) is UTF-8: else an error
+ * naming the key path (NC_EINVAL). */
+int nc_config_check_utf8(walker *w, const cJSON *v, const char *path);
+
 /* ---- values.c ---------------------------------------------------------- */
 
 /* The fit names of the surrogate table, ", "-separated, into buf[cap]. */

@@ -10,6 +10,8 @@
  */
 #include "config/config_internal.h"
 
+#include "util/utf8.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,6 +166,35 @@ int nc_config_get_strings(walker *w, const cJSON *v, const char *path, char ***o
         if (!((*out)[k] = strdup(e->valuestring)))
             return nc_err_set(w->err, NC_ENOMEM, "out of memory");
         *n = k + 1;
+    }
+    return 0;
+}
+
+int nc_config_check_utf8(walker *w, const cJSON *v, const char *path)
+{
+    size_t bad;
+    if (cJSON_IsString(v) && v->valuestring &&
+        !nc_utf8_valid(v->valuestring, strlen(v->valuestring), &bad))
+        return nc_err_set(w->err, NC_EINVAL, "%s: %s: found byte 0x%02x at position %zu that is "
+                          "not UTF-8, expected UTF-8 text", w->file, path[0] ? path : "(top)",
+                          (unsigned char)v->valuestring[bad], bad);
+    int k = 0;
+    for (const cJSON *c = v->child; c; c = c->next, k++) {
+        char p[PATH_MAX_LEN];
+        if (cJSON_IsObject(v)) {
+            const char *key = c->string ? c->string : "";
+            if (!nc_utf8_valid(key, strlen(key), &bad))
+                return nc_err_set(w->err, NC_EINVAL, "%s: %s: a key with byte 0x%02x at "
+                                  "position %zu that is not UTF-8, expected UTF-8 text",
+                                  w->file, path[0] ? path : "(top)",
+                                  (unsigned char)key[bad], bad);
+            nc_config_child_path(p, path, key);
+        } else {
+            snprintf(p, sizeof p, "%.150s[%d]", path, k);
+        }
+        int rc = nc_config_check_utf8(w, c, p);
+        if (rc)
+            return rc;
     }
     return 0;
 }

@@ -26,52 +26,82 @@ bool nc_norm_parse(const char *s, nc_norm_kind *kind)
     return false;
 }
 
-nc_token_stat nc_norm_token(nc_norm_kind kind, double eps, const double *x, size_t d)
+/* The two-pass statistics of x * f (f a power of two, 1 when unscaled):
+ * mean, sum of squared deviations and sum of squares, each in NC_LANES
+ * partial sums (core/sum.h). */
+static void token_moments(const double *x, size_t d, double f, double *mean, double *m2,
+                          double *sq)
 {
-    nc_token_stat st = {.status = NC_TOKEN_NONFINITE};
-    /* pass 1: sum and a finiteness probe (x - x is 0 only for finite x);
-     * NC_LANES partial sums (core/sum.h) */
-    double s[NC_LANES] = {0}, p[NC_LANES] = {0};
+    double s[NC_LANES] = {0};
     size_t i = 0;
     for (; i + NC_LANES <= d; i += NC_LANES)
-        for (int j = 0; j < NC_LANES; j++) {
-            s[j] += x[i + j];
-            p[j] += x[i + j] - x[i + j];
-        }
-    for (int j = 0; i < d; i++, j++) {
-        s[j] += x[i];
-        p[j] += x[i] - x[i];
-    }
-    double sum = nc_lanes_total(s), probe = nc_lanes_total(p);
-    if (probe != 0.0 || !isfinite(sum) || isnan(probe))
-        return st;
-    double mean = sum / (double)d;
-    /* pass 2: squared deviations, and squares for the RMS */
+        for (int j = 0; j < NC_LANES; j++)
+            s[j] += x[i + j] * f;
+    for (int j = 0; i < d; i++, j++)
+        s[j] += x[i] * f;
+    double mu = nc_lanes_total(s) / (double)d;
     double m[NC_LANES] = {0}, q[NC_LANES] = {0};
     i = 0;
     for (; i + NC_LANES <= d; i += NC_LANES)
         for (int j = 0; j < NC_LANES; j++) {
-            double u = x[i + j] - mean;
+            double v = x[i + j] * f, u = v - mu;
             m[j] += u * u;
-            q[j] += x[i + j] * x[i + j];
+            q[j] += v * v;
         }
     for (int j = 0; i < d; i++, j++) {
-        double u = x[i] - mean;
+        double v = x[i] * f, u = v - mu;
         m[j] += u * u;
-        q[j] += x[i] * x[i];
+        q[j] += v * v;
     }
-    double m2 = nc_lanes_total(m), sq = nc_lanes_total(q);
-    if (!isfinite(m2) || !isfinite(sq)) /* finite values whose squares overflow */
+    *mean = mu;
+    *m2 = nc_lanes_total(m);
+    *sq = nc_lanes_total(q);
+}
+
+nc_token_stat nc_norm_token(nc_norm_kind kind, double eps, const double *x, size_t d)
+{
+    nc_token_stat st = {.status = NC_TOKEN_NONFINITE};
+    /* a finiteness probe (x - x is 0 only for finite x) and max |x| */
+    double p[NC_LANES] = {0}, a[NC_LANES] = {0};
+    size_t i = 0;
+    for (; i + NC_LANES <= d; i += NC_LANES)
+        for (int j = 0; j < NC_LANES; j++) {
+            p[j] += x[i + j] - x[i + j];
+            double ax = fabs(x[i + j]);
+            a[j] = ax > a[j] ? ax : a[j];
+        }
+    for (int j = 0; i < d; i++, j++) {
+        p[j] += x[i] - x[i];
+        double ax = fabs(x[i]);
+        a[j] = ax > a[j] ? ax : a[j];
+    }
+    double probe = nc_lanes_total(p), amax = 0.0;
+    for (int j = 0; j < NC_LANES; j++)
+        amax = a[j] > amax ? a[j] : amax;
+    if (probe != 0.0 || isnan(probe))
         return st;
-    st.mean = mean;
-    st.var = m2 / (double)d;
-    st.ms = sq / (double)d;
+    /* Values whose squares (or sums) would overflow, or underflow to 0, are
+     * scaled by a power of two (exact) so that max |x| is about 1; the
+     * results are scaled back. Every finite token so gets a finite centre
+     * and scale; var and ms themselves overflow to +inf when the scale
+     * exceeds about 1e154. Tokens in [2^-500, 2^500] are computed
+     * unscaled, bit for bit as before. */
+    int k = 0;
+    if (amax > 0x1p500 || (amax > 0.0 && amax < 0x1p-500))
+        k = ilogb(amax);
+    double mean, m2, sq;
+    token_moments(x, d, ldexp(1.0, -k), &mean, &m2, &sq);
+    double var = m2 / (double)d, ms = sq / (double)d;
+    st.mean = ldexp(mean, k);
+    st.var = ldexp(var, 2 * k);
+    st.ms = ldexp(ms, 2 * k);
+    double e = ldexp(eps, -2 * k); /* eps in the scaled units (may be inf: then so is scale) */
     if (kind == NC_LAYERNORM) {
-        st.centre = mean;
-        st.scale = sqrt(st.var + eps);
+        st.centre = st.mean;
+        st.scale = ldexp(sqrt(var + e), k);
     } else {
         st.centre = 0.0;
-        st.scale = sqrt(st.ms + eps);
+        st.scale = ldexp(sqrt(ms + e), k);
     }
     st.status = st.scale > 0.0 ? NC_TOKEN_OK : NC_TOKEN_ZERO_SCALE;
     return st;

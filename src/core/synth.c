@@ -297,45 +297,64 @@ const char *nc_synth_rng_name(nc_synth_rng rng)
     return rng == NC_SYNTH_RNG_NUMPY ? "numpy" : "normcmp";
 }
 
-int nc_synth_outlier_steps(uint64_t seed, size_t d, int steps, double step, double sigma,
-                           nc_synth_rng rng, float *x, size_t *channel, nc_err *err)
+/* The argument checks of the outlier-steps functions (elem: the element size). */
+static int steps_check(uint64_t seed, size_t d, int steps, double step, double sigma,
+                       nc_synth_rng rng, size_t elem, nc_err *err)
 {
     if (d < 1)
         return nc_err_set(err, NC_EINVAL, "outlier steps: d = 0: expected at least 1 channel");
     if (steps < 1)
         return nc_err_set(err, NC_EINVAL, "outlier steps: steps = %d: expected at least 1",
                           steps);
-    if ((size_t)steps > SIZE_MAX / sizeof(float) / d)
+    if ((size_t)steps > SIZE_MAX / elem / d)
         return nc_err_set(err, NC_ERANGE,
-                          "outlier steps: steps * d = %d * %zu floats overflow size_t", steps, d);
+                          "outlier steps: steps * d = %d * %zu values overflow size_t", steps, d);
     if (!(step > 0.0 && step <= 1e6))
         return nc_err_set(err, NC_EINVAL,
                           "outlier steps: step = %g: expected a value in (0, 1e+06]", step);
     if (!(sigma > 0.0 && sigma <= 1e6))
         return nc_err_set(err, NC_EINVAL,
                           "outlier steps: sigma = %g: expected a value in (0, 1e+06]", sigma);
-
     if (rng == NC_SYNTH_RNG_NUMPY && !nc_rng_numpy_seed_ok(seed))
         return nc_err_set(err, NC_EINVAL,
                           "outlier steps: seed = %llu: expected 0 .. 4294967295 for the numpy "
                           "generator (np.random.seed's range)",
                           (unsigned long long)seed);
+    return 0;
+}
 
-    /* The base token, in row 0 for now: d draws of N(0, sigma^2). */
+/* The base token's d draws of N(0, sigma^2), in double, into v[d]. */
+static void steps_base(uint64_t seed, size_t d, double sigma, nc_synth_rng rng, double *v)
+{
     nc_rng r;
     nc_rng_numpy rn;
     if (rng == NC_SYNTH_RNG_NUMPY)
         nc_rng_numpy_seed(&rn, (uint32_t)seed);
     else
         nc_rng_seed(&r, seed, 0);
+    for (size_t i = 0; i < d; i++)
+        v[i] = rng == NC_SYNTH_RNG_NUMPY ? nc_rng_numpy_normal(&rn, 0.0, sigma)
+                                         : sigma * nc_rng_normal(&r);
+}
+
+int nc_synth_outlier_steps(uint64_t seed, size_t d, int steps, double step, double sigma,
+                           nc_synth_rng rng, float *x, size_t *channel, nc_err *err)
+{
+    int rc = steps_check(seed, d, steps, step, sigma, rng, sizeof(float), err);
+    if (rc)
+        return rc;
+    double *base = malloc(d * sizeof *base);
+    if (!base)
+        return nc_err_set(err, NC_ENOMEM, "outlier steps: out of memory for %zu values", d);
+    steps_base(seed, d, sigma, rng, base);
+    /* The base token, in row 0 for now, rounded to float. */
     size_t c = 0;
     for (size_t i = 0; i < d; i++) {
-        double v = rng == NC_SYNTH_RNG_NUMPY ? nc_rng_numpy_normal(&rn, 0.0, sigma)
-                                             : sigma * nc_rng_normal(&r);
-        x[i] = (float)v;
+        x[i] = (float)base[i];
         if (x[i] > x[c])
             c = i;
     }
+    free(base);
     /* Rows k - 1 = base with entry c raised by step * k; from the last row
      * down so that row 0 keeps the base value until it is written itself. */
     float base_c = x[c];
@@ -344,6 +363,28 @@ int nc_synth_outlier_steps(uint64_t seed, size_t d, int steps, double step, doub
         if (k > 1)
             memcpy(row, x, d * sizeof *row);
         row[c] = base_c + (float)(step * k);
+    }
+    *channel = c;
+    return 0;
+}
+
+int nc_synth_outlier_steps_f64(uint64_t seed, size_t d, int steps, double step, double sigma,
+                               nc_synth_rng rng, double *x, size_t *channel, nc_err *err)
+{
+    int rc = steps_check(seed, d, steps, step, sigma, rng, sizeof(double), err);
+    if (rc)
+        return rc;
+    steps_base(seed, d, sigma, rng, x);
+    size_t c = 0;
+    for (size_t i = 1; i < d; i++)
+        if (x[i] > x[c])
+            c = i;
+    double base_c = x[c];
+    for (int k = steps; k >= 1; k--) {
+        double *row = x + (size_t)(k - 1) * d;
+        if (k > 1)
+            memcpy(row, x, d * sizeof *row);
+        row[c] = base_c + step * k;
     }
     *channel = c;
     return 0;

@@ -178,4 +178,12 @@ const char *nc_synth_rng_name(nc_synth_rng rng);
 int nc_synth_outlier_steps(uint64_t seed, size_t d, int steps, double step, double sigma,
                            nc_synth_rng rng, float *x, size_t *channel, nc_err *err);
 
+/* The same token set in double throughout (synth --dtype f64): the base
+ * token is not rounded to float, so with NC_SYNTH_RNG_NUMPY row k - 1 is
+ * exactly np.random.seed(seed); np.random.normal(0, sigma, d) with entry c
+ * raised by step * k (in double). The channel c may differ from the float
+ * version's only on a tie after rounding. Same arguments and errors. */
+int nc_synth_outlier_steps_f64(uint64_t seed, size_t d, int steps, double step, double sigma,
+                               nc_synth_rng rng, double *x, size_t *channel, nc_err *err);
+
 #endif

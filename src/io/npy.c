@@ -452,6 +452,11 @@ int nc_npy_parse(const unsigned char *buf, size_t len, const char *path, nc_tens
                           "%s: header field 'shape': found %s, too many elements for %s "
                           "(expected at most 2^62 elements and 2^64 bytes)",
                           path, shape_str, nc_dtype_name(t->dtype));
+    if (t->nelem == 0 && t->N > NC_EMPTY_MAX_TOKENS) /* per-token state is O(N) */
+        return nc_err_set(err, NC_ERANGE,
+                          "%s: header field 'shape': found %s, %zu tokens without data, "
+                          "expected at most %zu tokens for a tensor with no elements",
+                          path, shape_str, t->N, (size_t)NC_EMPTY_MAX_TOKENS);
 
     size_t off = start + hlen, found = len - off;
     if (found < t->nbytes)

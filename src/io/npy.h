@@ -26,6 +26,12 @@
 #include "util/err.h"
 #include "util/sink.h"
 
+/* The most tokens a tensor with no elements (d = 0) may claim, in .npy and
+ * safetensors alike: a tensor with data has at most one token per byte of
+ * its file, an empty one would otherwise make the per-token state (O(N))
+ * arbitrarily large. Refused beyond this with NC_ERANGE (exit 2). */
+#define NC_EMPTY_MAX_TOKENS ((size_t)1 << 24)
+
 /* Parses a whole .npy file buf[0..len); path is used only in messages.
  * Every byte is untrusted: the header must fit in the file, follow the dict
  * grammar above exactly (keys in any order, single or double quotes,

@@ -18,6 +18,7 @@
  * may print large integers in exponent form that strict readers refuse).
  */
 #include "io/safetensors.h"
+#include "io/npy.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -28,6 +29,7 @@
 #include <cJSON.h>
 
 #include "util/jsonscan.h"
+#include "util/utf8.h"
 
 /* Sizes are exact in a double below 2^53. */
 #define EXACT_LIMIT 9007199254740992.0
@@ -63,9 +65,10 @@ static shown show(const char *str)
 {
     shown out;
     size_t k = 0;
+    bool utf8 = nc_utf8_valid(str, strlen(str), NULL);
     for (; str[k] && k < sizeof out.s - 1; k++) {
         unsigned char ch = (unsigned char)str[k];
-        out.s[k] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+        out.s[k] = ch < 0x20 || ch == 0x7f || (ch >= 0x80 && !utf8) ? '?' : (char)ch;
     }
     out.s[k] = '\0';
     return out;
@@ -285,6 +288,11 @@ static int parse_entry(const ctx *c, const cJSON *e, nc_tensor *t)
                           "%s: tensor " NAME_FMT ": shape %s: found too many elements for %s, "
                           "expected at most 2^62 elements and 2^64 bytes",
                           c->path, show(name).s, shape_str, dt);
+    if (t->nelem == 0 && t->N > NC_EMPTY_MAX_TOKENS) /* per-token state is O(N) */
+        return nc_err_set(c->err, NC_ERANGE,
+                          "%s: tensor " NAME_FMT ": shape %s: found %zu tokens without data, "
+                          "expected at most %zu tokens for a tensor with no elements",
+                          c->path, show(name).s, shape_str, t->N, (size_t)NC_EMPTY_MAX_TOKENS);
     unsigned long long begin = off[0], end = off[1];
     if (begin > end)
         return nc_err_set(c->err, NC_EFORMAT,
@@ -321,6 +329,13 @@ static int parse_meta(const ctx *c, const cJSON *m)
     }
     size_t n = 0;
     for (const cJSON *v = m->child; v; v = v->next, n++) {
+        const char *key = v->string ? v->string : "";
+        if (cJSON_IsString(v) && v->valuestring &&
+            (!nc_utf8_valid(key, strlen(key), NULL) ||
+             !nc_utf8_valid(v->valuestring, strlen(v->valuestring), NULL)))
+            return nc_err_set(c->err, NC_EFORMAT,
+                              "%s: __metadata__ key '%s': found a key or value that is not "
+                              "UTF-8, expected UTF-8 text", c->path, show(key).s);
         if (!cJSON_IsString(v) || !v->valuestring) {
             describe(v, found, sizeof found);
             return nc_err_set(c->err, NC_EFORMAT,
@@ -408,6 +423,59 @@ static int check_overlap(const ctx *c, const nc_st *st)
     return rc;
 }
 
+/* The safetensors format's own rule (the reference crate's validation):
+ * sorted by offsets, the tensors cover the data section exactly, each
+ * beginning where the previous one ends, the first at 0, the last ending at
+ * the end of the file. A gap, a tensor inside another's range or bytes
+ * after the last tensor are refused. Runs after check_overlap. Tensors
+ * with no elements hold no bytes and may sit at any offset in range (the
+ * reference crate also wants them in the chain; they hide nothing). */
+static int check_coverage(const ctx *c, const nc_st *st)
+{
+    const nc_tensor **order = malloc((st->count ? st->count : 1) * sizeof *order);
+    if (!order)
+        return nc_err_set(c->err, NC_ENOMEM, "%s: out of memory for %zu tensors", c->path,
+                          st->count);
+    size_t n = 0;
+    for (size_t i = 0; i < st->count; i++)
+        if (st->tensors[i].nbytes > 0)
+            order[n++] = &st->tensors[i];
+    qsort(order, n, sizeof *order, cmp_begin);
+    int rc = 0;
+    unsigned long long at = 0, base = c->data_start;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const nc_tensor *t = order[i];
+        unsigned long long b = t->file_offset - base, e = b + t->nbytes;
+        if (b != at)
+            rc = nc_err_set(c->err, NC_EFORMAT,
+                            "%s: tensor " NAME_FMT ": data_offsets [%llu, %llu]: found %s at "
+                            "offset %llu of the data section, expected each tensor to begin "
+                            "where the previous one ends",
+                            c->path, show(t->name).s, b, e, b > at ? "a gap" : "a start inside "
+                            "another tensor", at);
+        at = e;
+    }
+    if (!rc && at != c->data_len)
+        rc = nc_err_set(c->err, NC_EFORMAT,
+                        "%s: found %llu bytes after the last tensor's data (offset %llu of the "
+                        "data section), expected the tensors to cover it to the end of the file",
+                        c->path, (unsigned long long)c->data_len - at, at);
+    free(order);
+    return rc;
+}
+
+/* A tensor name must be UTF-8 (it goes into report.json). */
+static int check_utf8_name(const char *path, const char *name, nc_err *err)
+{
+    size_t bad;
+    if (nc_utf8_valid(name, strlen(name), &bad))
+        return 0;
+    return nc_err_set(err, NC_EFORMAT,
+                      "%s: tensor " NAME_FMT ": name: found byte 0x%02x at position %zu that is "
+                      "not UTF-8, expected a UTF-8 name",
+                      path, show(name).s, (unsigned char)name[bad], bad);
+}
+
 /* ------------------------------------------------------------------ */
 /* Public: parse and access                                            */
 /* ------------------------------------------------------------------ */
@@ -492,6 +560,8 @@ int nc_st_parse(const unsigned char *buf, size_t len, const char *path, nc_st **
             rc = nc_err_set(err, NC_EFORMAT, "%s: header: found a member without a name", path);
             goto out;
         }
+        if ((rc = check_utf8_name(path, e->string, err)))
+            goto out;
         if (strcmp(e->string, "__metadata__") != 0)
             n++;
         else if (st->meta) {
@@ -519,7 +589,8 @@ int nc_st_parse(const unsigned char *buf, size_t len, const char *path, nc_st **
             goto out;
         st->count++;
     }
-    if ((rc = check_names(&c, st)) || (rc = check_overlap(&c, st)))
+    if ((rc = check_names(&c, st)) || (rc = check_overlap(&c, st)) ||
+        (rc = check_coverage(&c, st)))
         goto out;
     *out = st;
     st = NULL;

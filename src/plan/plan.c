@@ -353,10 +353,15 @@ static int open_file_layer(nc_plan *plan, const nc_config_layer *cl, size_t cfg_
                 char names[512];
                 name_examples(d, names, sizeof names);
                 free(sel);
+                char where[48];
+                if (strcmp(plan->cfg->source, "command line") == 0)
+                    snprintf(where, sizeof where, "--tensor");
+                else
+                    snprintf(where, sizeof where, "layers[%zu].tensor", cfg_index);
                 return nc_err_set(err, NC_EINVAL, "%s: tensor pattern '%s' matches no tensor "
-                                  "(layers[%zu].tensor; layers in the file: %s; `normcmp "
-                                  "inspect %s` lists every tensor)", cl->file, cl->tensors[j],
-                                  cfg_index, names, cl->file);
+                                  "(%s; layers in the file: %s; `normcmp inspect %s` lists "
+                                  "every tensor)", cl->file, cl->tensors[j], where, names,
+                                  cl->file);
             }
         }
     }
@@ -492,13 +497,19 @@ static int check_figure_layers(const nc_plan *plan, nc_err *err)
                 hit = nc_glob_match(spec->layers[q], plan->layers[k].name);
             if (hit)
                 continue;
+            /* the names that fit in 176 bytes, then " and N more" */
             char names[200];
-            size_t o = 0;
-            for (size_t k = 0; k < plan->nlayers && o + 1 < sizeof names; k++)
+            size_t o = 0, k = 0;
+            names[0] = '\0';
+            for (; k < plan->nlayers; k++) {
+                size_t need = (k ? 2 : 0) + strlen(plan->layers[k].name);
+                if (o + need >= sizeof names - 24)
+                    break;
                 o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", k ? ", " : "",
                                       plan->layers[k].name);
-            if (o >= sizeof names)
-                snprintf(names + sizeof names - 5, 5, "...");
+            }
+            if (k < plan->nlayers)
+                snprintf(names + o, sizeof names - o, " and %zu more", plan->nlayers - k);
             if (flags)
                 return nc_err_set(err, NC_EINVAL, "--layer '%s' matches no layer (the layers: "
                                   "%s)", spec->layers[q], names);

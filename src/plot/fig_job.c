@@ -110,11 +110,15 @@ void nc_fig_job_free(job *j)
 void nc_fig_sanitize(char *dst, size_t cap, const char *src)
 {
     size_t k = 0;
-    for (; *src && k + 1 < cap; src++)
+    bool lead = true; /* leading dots become '_': no hidden file, no ".." */
+    for (; *src && k + 1 < cap; src++) {
+        lead = lead && *src == '.';
         dst[k++] = (*src >= 'a' && *src <= 'z') || (*src >= 'A' && *src <= 'Z') ||
-                           (*src >= '0' && *src <= '9') || *src == '.' || *src == '-'
+                           (*src >= '0' && *src <= '9') || (*src == '.' && !lead) ||
+                           *src == '-'
                        ? *src
                        : '_';
+    }
     dst[k] = '\0';
 }
 

@@ -253,8 +253,9 @@ static int select_layers(ctx *c, const nc_fig_spec *spec, nc_err *err)
     }
     if (c->nsel == 0 && spec->kind == NC_FIG_OUTLIER_STEPS)
         return nc_err_set(err, NC_EINVAL, "figure 'outlier-steps': no layer ran the "
-                          "outlier-steps experiment (\"experiment\": \"outlier-steps\", or "
-                          "the synth preset \"outlier-steps\")");
+                          "outlier-steps experiment (add --experiment outlier-steps; in a "
+                          "config: \"experiment\": \"outlier-steps\", or the synth preset "
+                          "\"outlier-steps\")");
     if (c->nsel == 0 && spec->kind != NC_FIG_TANH_FAMILY)
         return nc_err_set(err, NC_EINVAL, "figure '%s': no layer matches %s%s%s",
                           nc_fig_kind_name(spec->kind), spec->nlayers ? "'" : "",

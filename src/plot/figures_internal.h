@@ -55,7 +55,8 @@ bool nc_fig_job_panels(job *j, size_t n);
 void nc_fig_job_free(job *j);
 
 /* A file stem from text: letters, digits, '.', '_' and '-' kept, anything
- * else becomes '_'; cut to cap - 1 characters. */
+ * else becomes '_', and so do leading dots (no hidden file); cut to cap - 1
+ * characters. */
 void nc_fig_sanitize(char *dst, size_t cap, const char *src);
 
 /* Lays out j's figure as a grid of n panels, cols per row (0: up to 3),

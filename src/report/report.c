@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/utf8.h"
 #include "util/version.h"
 
 /* the builder helpers are in report_internal.h */
@@ -629,11 +630,14 @@ int nc_report_json(const nc_plan *plan, const char *command, const char *const *
     for (size_t k = 0; outs && k < nfiles; k++)
         if (!cJSON_AddItemToArray(outs, cJSON_CreateString(files[k])))
             b.ok = false;
-    char *text = b.ok ? cJSON_Print(root) : NULL;
+    char *printed = b.ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
+    /* strict UTF-8: bytes of file names that are not become \xNN */
+    char *text = printed ? nc_utf8_escape_json(printed) : NULL;
+    cJSON_free(printed);
     if (!text)
         return nc_err_set(err, NC_ENOMEM, "out of memory for the report");
-    /* hand back a malloc'd copy so that callers need not know cJSON_free */
+    /* hand back a malloc'd copy with a final newline */
     size_t n = strlen(text);
     *json = malloc(n + 2);
     if (*json) {
@@ -641,7 +645,7 @@ int nc_report_json(const nc_plan *plan, const char *command, const char *const *
         (*json)[n] = '\n';
         (*json)[n + 1] = '\0';
     }
-    cJSON_free(text);
+    free(text);
     return *json ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory for the report");
 }
 

@@ -23,3 +23,25 @@ bool nc_json_raw_control(const char *text, size_t n, size_t *pos)
     }
     return false;
 }
+
+bool nc_json_bad_space(const char *text, size_t n, size_t *pos)
+{
+    bool in_string = false;
+    for (size_t k = 0; k < n; k++) {
+        unsigned char c = (unsigned char)text[k];
+        if (in_string) {
+            if (c == '\\')
+                k++;
+            else if (c == '"')
+                in_string = false;
+            continue;
+        }
+        if (c == '"')
+            in_string = true;
+        else if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+            *pos = k;
+            return true;
+        }
+    }
+    return false;
+}

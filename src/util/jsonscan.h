@@ -17,4 +17,9 @@
  * escapes; bytes outside strings are left to the JSON parser. */
 bool nc_json_raw_control(const char *text, size_t n, size_t *pos);
 
+/* True if text[0..n) has, outside strings, a byte below 0x20 other than
+ * JSON's white space (tab, line feed, carriage return): cJSON skips any
+ * such byte, NUL included, as if it were a space. *pos is its offset. */
+bool nc_json_bad_space(const char *text, size_t n, size_t *pos);
+
 #endif

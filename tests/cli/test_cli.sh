@@ -120,7 +120,7 @@ run "$NC" fit "$T/m.safetensors" --tensor 'blocks.*' --out "$OUT/mod3" --quiet -
 check "a glob over inputs and weights selects the inputs" test "$(grep -c '^blocks' "$T/.out")" -eq 2
 run "$NC" fit "$T/m.safetensors" --tensor 'blocks.*.norm1' --out "$OUT/bad"
 expect_status 2
-expect_err "normcmp: $T/m.safetensors: tensor pattern 'blocks.*.norm1' matches no tensor (layers[0].tensor; layers in the file: blocks.0.ln1, blocks.1.ln1; \`normcmp inspect $T/m.safetensors\` lists every tensor)"
+expect_err "normcmp: $T/m.safetensors: tensor pattern 'blocks.*.norm1' matches no tensor (--tensor; layers in the file: blocks.0.ln1, blocks.1.ln1; \`normcmp inspect $T/m.safetensors\` lists every tensor)"
 expect_no_file "$OUT/bad"
 
 # ---- a weight given as an input: analysed, with a warning
@@ -153,10 +153,10 @@ expect_err "normcmp: sweep: $T/m.safetensors is a .safetensors file, not a confi
 # ---- options named in their own errors
 run "$NC" plot "$f" --curves bogus --out "$OUT/bad"
 expect_status 2
-expect_err_has "normcmp: --curves: unknown fit 'bogus'"
+expect_err_has "normcmp: plot: --curves: unknown fit 'bogus'"
 expect_no_file "$OUT/bad"
 run "$NC" fit "$f" --fits bogus --out "$OUT/bad"
-expect_err_has "normcmp: --fits: unknown fit 'bogus'"
+expect_err_has "normcmp: fit: --fits: unknown fit 'bogus'"
 run "$NC" plot "$f" --dpi 2400 --size 100x100 --out "$OUT/bad"
 expect_status 2
 expect_err "normcmp: plot: --size 100x100 at --dpi 2400 makes 240000 x 240000 pixels (expected 16 to 20000 a side) (see 'normcmp plot --help')"
@@ -184,11 +184,48 @@ expect_status 2
 expect_err "normcmp: $T/loop.json: cannot open config file: Too many levels of symbolic links"
 expect_no_file "$OUT/bad"
 # ---- user-facing text points to the repository's docs, not to files
-# outside it (BRIEF.md, DESIGN.md)
+# outside it (BRIEF.md, DESIGN.md), and never to the project's brief
 for c in "" inspect synth norm fit jacobian plot sweep run merge; do
     "$NC" $c --help >>"$T/all_help" 2>&1
 done
-run grep -l -E 'BRIEF\.md|DESIGN\.md' README.md docs/*.md docs/normcmp.1 "$T/all_help"
-check "no BRIEF.md or DESIGN.md in README, docs/ or --help: $(tr '\n' ' ' <"$T/.out")" \
+run grep -l -i -E 'BRIEF\.md|DESIGN\.md|(^|[^a-z])brief([^a-z]|$)' README.md docs/*.md docs/normcmp.1 "$T/all_help"
+check "no BRIEF.md, DESIGN.md or 'brief' in README, docs/ or --help: $(tr '\n' ' ' <"$T/.out")" \
     test "$_status" -eq 1
+# ---- small command-line items (review R2)
+run "$NC" help help
+expect_status 0
+expect_out_has "help [COMMAND]"
+run "$NC" fit "$f" --threads 99 --out "$OUT/bad"
+expect_status 2
+expect_err "normcmp: fit: --threads: 99 is out of range: expected [0, 16] (see 'normcmp fit --help')"
+expect_no_file "$OUT/bad"
+mkdir -p "$T/dumpdir"
+run "$NC" run "$T/dumpdir"
+expect_status 2
+expect_err "normcmp: run: $T/dumpdir is a folder, not a config; to analyse it: normcmp fit $T/dumpdir (see 'normcmp run --help')"
+cp scripts/dump_activations.py "$T/normcmp-dump"
+run /usr/bin/python3 "$T/normcmp-dump" --help
+expect_status 0
+expect_out_has "usage: normcmp-dump "
+# a --layer pattern matching none of 11 long-named layers: the names that
+# fit, then how many more
+many=""
+for k in 01 02 03 04 05 06 07 08 09 10 11; do
+    ln -s "$f" "$T/layer_with_a_rather_long_name_${k}_input.npy"
+    many="$many $T/layer_with_a_rather_long_name_${k}_input.npy"
+done
+run "$NC" plot $many --layer 'foo*' --out "$OUT/bad"
+expect_status 2
+expect_err_has "matches no layer (the layers: layer_with_a_rather_long_name_01, "
+expect_err_has " and 6 more)"
+run "$NC" plot "$f" --figure outlier-steps --out "$OUT/bad"
+expect_status 2
+expect_err_has "--experiment outlier-steps"
+expect_no_file "$OUT/bad"
+# a label with leading dots names no hidden file
+run "$NC" plot "$f" --label ../../lab --out "$OUT/dots" --quiet --no-jacobian
+expect_status 0
+expect_file "$OUT/dots/___.._lab_scatter.png"
+check "no hidden file from a label: $(ls -A "$OUT/dots" | tr '\n' ' ')" \
+    test -z "$(ls -A "$OUT/dots" | grep '^\.')"
 done_tests

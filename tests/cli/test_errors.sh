@@ -84,7 +84,7 @@ run "$NC" synth -o "$T/three.safetensors" --preset all --tokens 16 --dim 8
 expect_status 0
 run "$NC" fit "$T/three.safetensors" --tensor 'blocks.*' --out "$OUT" --quiet
 expect_status 2
-expect_err "normcmp: $T/three.safetensors: tensor pattern 'blocks.*' matches no tensor (layers[0].tensor; layers in the file: early, middle, late; \`normcmp inspect $T/three.safetensors\` lists every tensor)"
+expect_err "normcmp: $T/three.safetensors: tensor pattern 'blocks.*' matches no tensor (--tensor; layers in the file: early, middle, late; \`normcmp inspect $T/three.safetensors\` lists every tensor)"
 expect_no_file "$OUT"
 
 # configs: malformed JSON, unknown key, wrong type, missing section
@@ -119,7 +119,7 @@ fi
 # bad flags
 run "$NC" fit "$good" --eps 1e --out "$OUT"
 expect_status 2
-expect_err "normcmp: --eps: expected a number in [0, 1], got '1e'"
+expect_err "normcmp: fit: --eps: expected a number in [0, 1], got '1e' (see 'normcmp fit --help')"
 run "$NC" fit "$good" --norm batchnorm --out "$OUT"
 expect_status 2
 expect_err "normcmp: fit: --norm: expected layernorm or rmsnorm, got 'batchnorm' (see 'normcmp fit --help')"

@@ -41,5 +41,73 @@ run "$NC" norm x.npy -o alias.npy
 expect_status 2
 check "x.npy intact" cmp x.npy here/x.npy
 
+# --- invalid UTF-8: refused in safetensors names and config strings
+# (naming the file and the field); a file name is escaped as \xNN so
+# report.json stays strict UTF-8 JSON
+/usr/bin/python3 - <<'PYEOF'
+import json, struct
+import numpy as np
+def st(name, h, data):
+    hb = h if isinstance(h, bytes) else json.dumps(h).encode()
+    open(name, "wb").write(struct.pack("<Q", len(hb)) + hb + data)
+a = np.zeros((2, 4), "f4").tobytes()
+st("badname.safetensors", b'{"a\xffb.input":{"dtype":"F32","shape":[2,4],"data_offsets":[0,32]}}', a)
+st("hole.safetensors", {"a.input": {"dtype": "F32", "shape": [2, 4], "data_offsets": [0, 32]},
+                        "b.input": {"dtype": "F32", "shape": [2, 4], "data_offsets": [40, 72]}},
+   a + b"\0" * 8 + a)
+st("trail.safetensors", {"a.input": {"dtype": "F32", "shape": [2, 4], "data_offsets": [0, 32]}},
+   a + b"junk")
+hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 0), }"
+hdr += " " * (64 - 10 - len(hdr) % 64 - 1) + "\n"
+open("huge.npy", "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
+open("badlabel.json", "wb").write(b'{"layers": [{"synth": {"preset": "late", "tokens": 8, '
+                                  b'"dim": 4}, "label": "a\xffb"}]}')
+open("nul.json", "wb").write(b'{"layers": [{"synth": {"preset": "late", "tokens": 8, '
+                             b'"dim": 4}}]\0}')
+open("escape.json", "w").write('{"name": "../../escaped", "layers": [{"synth": '
+                               '{"preset": "late", "tokens": 8, "dim": 4}}]}')
+PYEOF
+run "$NC" inspect badname.safetensors
+expect_status 2
+expect_err "normcmp: badname.safetensors: tensor 'a?b.input': name: found byte 0xff at position 1 that is not UTF-8, expected a UTF-8 name"
+run "$NC" run badlabel.json --out o --quiet
+expect_status 2
+expect_err "normcmp: badlabel.json: layers[0].label: found byte 0xff at position 1 that is not UTF-8, expected UTF-8 text"
+expect_no_file o
+name=$(printf 'n\377m.npy')
+cp x.npy "$name"
+run "$NC" fit "$name" --out u --quiet
+expect_status 0
+cat >strict.py <<'PYEOF'
+import json
+j = json.loads(open("u/report.json", "rb").read().decode("utf-8", "strict"))
+assert j["inputs"][0]["path"] == "n\\xffm.npy", j["inputs"][0]["path"]
+PYEOF
+check "report.json is strict UTF-8 JSON with the file name escaped" /usr/bin/python3 strict.py
+
+# --- lenient parsing: holes and trailing bytes in safetensors, a NUL for a
+# closing brace in a config, a shape of 2^40 empty tokens
+run "$NC" fit hole.safetensors --out o --quiet
+expect_status 2
+expect_err "normcmp: hole.safetensors: tensor 'b.input': data_offsets [40, 72]: found a gap at offset 32 of the data section, expected each tensor to begin where the previous one ends"
+run "$NC" fit trail.safetensors --out o --quiet
+expect_status 2
+expect_err "normcmp: trail.safetensors: found 4 bytes after the last tensor's data (offset 32 of the data section), expected the tensors to cover it to the end of the file"
+run "$NC" run nul.json --out o --quiet
+expect_status 2
+expect_err_has "normcmp: nul.json: malformed JSON at line 1, column"
+run "$NC" fit huge.npy --out o --quiet
+expect_status 2
+expect_err "normcmp: huge.npy: header field 'shape': found [1099511627776, 0], 1099511627776 tokens without data, expected at most 16777216 tokens for a tensor with no elements"
+expect_no_file o
+
+# --- a config name that would put the default output folder elsewhere
+mkdir -p deep/er
+run sh -c "cd deep/er && exec '$NC' run ../../escape.json --quiet"
+expect_status 2
+expect_err "normcmp: ../../escape.json: name: expected a name without '/' (not '.' or '..'); the output folder is out/<name>, or set \"output\""
+expect_no_file deep/escaped
+expect_no_file deep/er/out
+
 cd /
 done_tests

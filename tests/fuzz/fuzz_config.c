@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "guard.h"
+#include "strict_json.h"
 #include "plot/figures.h"
 #include "config/config.h"
 #include "util/err.h"
@@ -32,6 +33,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void check_str(const char *s)
 {
     REQUIRE(s && strlen(s) > 0);
+    /* every accepted string is UTF-8 and goes into report.json strictly */
+    REQUIRE(nc_utf8_valid(s, strlen(s), NULL));
+    const char *one_string[1] = {s};
+    require_strict_report(one_string, 1);
 }
 
 /* An input path: absolute, or resolved against the config's folder. */

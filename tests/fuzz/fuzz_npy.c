@@ -16,6 +16,7 @@
 
 #include "core/tensor.h"
 #include "guard.h"
+#include "strict_json.h"
 #include "io/npy.h"
 #include "util/err.h"
 #include "util/sink.h"
@@ -67,6 +68,18 @@ static void check_tensor(const nc_tensor *t, const unsigned char *buf, size_t le
     nc_membuf_free(&mb);
 }
 
+/* The input's first bytes as a file name (which cannot be refused): the
+ * report holding it is strict UTF-8 JSON. */
+static void check_name_in_report(const unsigned char *buf, size_t size)
+{
+    char name[257];
+    size_t n = size < 256 ? size : 256;
+    memcpy(name, buf, n);
+    name[n] = '\0';
+    const char *s[1] = {name};
+    require_strict_report(s, 1);
+}
+
 static void one(const unsigned char *buf, size_t size)
 {
     nc_tensor t;
@@ -84,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     unsigned char *heap = heap_copy(data, size);
     one(heap, size);
+    check_name_in_report(heap, size);
     free(heap);
     one(guard_copy(data, size), size);
     return 0;

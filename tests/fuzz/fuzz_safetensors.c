@@ -19,6 +19,7 @@
 
 #include "core/tensor.h"
 #include "guard.h"
+#include "strict_json.h"
 #include "io/safetensors.h"
 #include "util/err.h"
 #include "util/sink.h"
@@ -143,6 +144,16 @@ static void one(const unsigned char *buf, size_t size)
     const char *fmt = nc_st_meta(st, "format");
     if (fmt)
         (void)strlen(fmt);
+    /* accepted names are UTF-8: a report holding them is strict JSON */
+    const char **names = malloc((n + 2) * sizeof *names);
+    REQUIRE(names);
+    for (size_t i = 0; i < n; i++) {
+        names[i] = nc_st_tensor(st, i)->name;
+        REQUIRE(nc_utf8_valid(names[i], strlen(names[i]), NULL));
+    }
+    names[n] = fmt ? fmt : "";
+    require_strict_report(names, n + 1);
+    free(names);
     check_round_trip(st, n);
     nc_st_free(st);
 }

@@ -103,4 +103,22 @@ with tempfile.TemporaryDirectory() as tmp:
         C.ok(x.dtype == np.float32 and np.array_equal(x.view(np.uint32), want.view(np.uint32)),
              f"synth --rng numpy --seed {seed}: NumPy's tokens bit for bit")
 
+    # --dtype f64: NumPy's float64 draws themselves, never rounded to float32
+    for seed in (1, 7):
+        f = os.path.join(tmp, f"d{seed}.npy")
+        run("synth", "-o", f, "--preset", "outlier-steps", "--rng", "numpy", "--seed", str(seed),
+            "--dim", str(D), "--dtype", "f64")
+        x = np.load(f)
+        np.random.seed(seed)
+        base = np.random.normal(0, 2, D)
+        c = int(np.argmax(base))
+        want = np.repeat(base[None, :], STEPS, axis=0)
+        want[:, c] = base[c] + 5.0 * np.arange(1, STEPS + 1)
+        C.ok(x.dtype == np.float64 and x.shape == want.shape
+             and np.array_equal(x[:, np.arange(D) != c].view(np.uint64),
+                                want[:, np.arange(D) != c].view(np.uint64))
+             and np.array_equal(x.view(np.uint64), want.view(np.uint64)),
+             f"synth --rng numpy --seed {seed} --dtype f64: np.random.normal(0, 2, {D}) "
+             "bit for bit, outlier raised by 5k in double")
+
 C.done()

@@ -284,14 +284,14 @@ static void test_hf_layout_brief_vector(void)
     nc_membuf_free(&mb);
 }
 
-/* Pretty-printed JSON, keys in another order, unaligned offsets, a gap
- * between tensors: all accepted. */
+/* Pretty-printed JSON, keys in another order, unaligned offsets: all
+ * accepted (a gap between tensors is not: test_coverage). */
 static void test_formatted_header(void)
 {
-    const char hdr[] = "{\n  \"b\" : { \"data_offsets\" : [ 3, 7 ],\n \"shape\" : [ 2 ],\n"
+    const char hdr[] = "{\n  \"b\" : { \"data_offsets\" : [ 1, 5 ],\n \"shape\" : [ 2 ],\n"
                        "  \"dtype\" : \"BF16\" } ,\n  \"a\": {\"shape\": [1], \"dtype\": "
                        "\"U8\", \"data_offsets\": [0, 1]}\n}";
-    unsigned char data[7] = {9, 0, 0, 0x80, 0x3f, 0x00, 0xc0}; /* bf16 1.0, -2.0 at 3 */
+    unsigned char data[5] = {9, 0x80, 0x3f, 0x00, 0xc0}; /* bf16 1.0, -2.0 at 1 */
     nc_membuf mb = {0};
     make_st(&mb, hdr, data, sizeof data);
     nc_st *st = parse_ok(mb.data, mb.len);
@@ -305,7 +305,7 @@ static void test_formatted_header(void)
         CHECK(nc_st_find(st, "") == NULL);
         CHECK(nc_st_find(st, "bb") == NULL);
         CHECK_INT(NC_BF16, b->dtype);
-        CHECK(b->data == mb.data + 8 + sizeof hdr - 1 + 3);
+        CHECK(b->data == mb.data + 8 + sizeof hdr - 1 + 1);
         double x[2];
         nc_tensor_rows(b, 0, 1, x);
         CHECK_ABS(1.0, x[0], 0.0);
@@ -314,6 +314,38 @@ static void test_formatted_header(void)
         nc_st_free(st);
     }
     nc_membuf_free(&mb);
+}
+
+/* The safetensors rule: the tensors cover the data section exactly. A
+ * gap, a leading gap and trailing bytes are refused, naming the place. */
+static void test_coverage(void)
+{
+    static const struct {
+        const char *hdr;
+        size_t nbytes;
+        const char *msg;
+    } cases[] = {
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+         "\"b\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[2,4]}}",
+         4, "x.safetensors: tensor 'b': data_offsets [2, 4]: found a gap at offset 1 of the data "
+            "section, expected each tensor to begin where the previous one ends"},
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[3,4]}}", 4,
+         "x.safetensors: tensor 'a': data_offsets [3, 4]: found a gap at offset 0 of the data "
+         "section, expected each tensor to begin where the previous one ends"},
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 3,
+         "x.safetensors: found 2 bytes after the last tensor's data (offset 1 of the data "
+         "section), expected the tensors to cover it to the end of the file"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        nc_membuf mb = {0};
+        make_st(&mb, cases[k].hdr, "\1\2\3\4", cases[k].nbytes);
+        nc_st *st = NULL;
+        nc_err err = {0};
+        CHECK_INT(NC_EFORMAT, nc_st_parse(mb.data, mb.len, "x.safetensors", &st, &err));
+        CHECK_STR(cases[k].msg, err.msg);
+        CHECK(st == NULL);
+        nc_membuf_free(&mb);
+    }
 }
 
 /* Zero tokens, zero channels, a scalar, and empty tensors sharing an
@@ -825,6 +857,7 @@ int main(void)
     test_writer_empty();
     test_hf_layout_brief_vector();
     test_formatted_header();
+    test_coverage();
     test_empty_and_scalar_tensors();
     test_limits_accepted();
     test_reject_empty();
