@@ -184,6 +184,11 @@ static bool ranked(int k)
     return k != NC_FIT_LINEAR && k != NC_FIT_DYT_PER_CHANNEL;
 }
 
+bool nc_fit_ranked(nc_fit_id k)
+{
+    return ranked((int)k);
+}
+
 /* The best of the ranked fits with a finite value: the largest (R^2) or
  * smallest (backprop error); ties as run_summary.h says. se: standard
  * errors or NULL (R^2). */
@@ -258,12 +263,12 @@ static void layer_verdict(const nc_layer_summary *s, nc_layer_verdict *v)
         snprintf(v->verdict, sizeof v->verdict, "no surrogate was fitted");
         return;
     }
-    char r2t[128], bpt[192] = "";
+    char r2t[128], bpt[256] = "";
     rank_text(&v->by_r2, r2t, sizeof r2t);
     if (v->by_bp.best >= 0) {
         char t[128];
         rank_text(&v->by_bp, t, sizeof t);
-        snprintf(bpt, sizeof bpt, "; best backprop: %s%s", t,
+        snprintf(bpt, sizeof bpt, "; best backprop: %s, bp err %.4g%s", t, v->by_bp.value,
                  v->bp_ties_known ? "" : " (no standard errors: ties not decided)");
     }
     if (!isfinite(v->affine_r2))

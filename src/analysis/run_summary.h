@@ -81,6 +81,10 @@ typedef struct nc_rank {
     size_t candidates;        /* fits compared */
 } nc_rank;
 
+/* Whether fit k is ranked in the per-layer verdicts: the shared-parameter
+ * surrogates (not the affine map, the baseline, nor the per-channel DyT). */
+bool nc_fit_ranked(nc_fit_id k);
+
 /* R^2 is exact on the layer's tokens: two fits tie when their R^2 differ
  * by less than this (below what the summary prints). */
 #define NC_R2_TIE 1e-4

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/run_summary.h"
 #include "plan/plan.h"
 #include "plot/figures.h"
 #include "report/report.h"
@@ -107,12 +108,33 @@ static int name_width(const nc_plan *plan)
     return w;
 }
 
-/* The Jacobian table: one line per layer (BRIEF.md "The gradient derivation"). */
+/* The ranked surrogate (run_summary.h) with the lowest backprop error of
+ * layer l's Jacobian comparison: the verdict's "best backprop"; -1: none. */
+static int best_backprop(const nc_jac_result *j)
+{
+    int best = -1;
+    for (int k = 0; k < NC_FIT_COUNT; k++)
+        if (nc_fit_ranked((nc_fit_id)k) && j->surr[k].ok && isfinite(j->surr[k].backprop.err) &&
+            (best < 0 || j->surr[k].backprop.err < j->surr[best].backprop.err))
+            best = k;
+    return best;
+}
+
+/* The Jacobian table: one line per layer (BRIEF.md "The gradient
+ * derivation"), its columns explained once above it. */
 static void print_jacobian_summary(const nc_plan *plan)
 {
     int w = name_width(plan);
-    printf("%-*s %11s %11s %11s %11s %11s %11s %11s\n", w, "layer", "diag share", "bp err",
-           "radial", "DyT J-rmse", "ISRU J-rmse", "DyT bp err", "ISRU bp err");
+    printf("Jacobian J of the norm against diagonals (docs/jacobian.md), pooled over tokens; (G): the "
+           "value for\nGaussian inputs at the layer's d (jacobian.gaussian_reference). diag share: "
+           "share of ||J||_F^2 on the\ndiagonal; bp err: relative error of backpropagating "
+           "white-noise gradients through diag(J)\ninstead of J; radial: how much of the radial "
+           "direction diag(J) keeps (J removes it); DyT/ISRU\nJ-rmse: RMSE of the fitted curve's "
+           "f'(x) to J_ii; DyT/ISRU bp err: bp err of diag(f'(x)); best bp:\nthe surrogate with "
+           "the lowest bp err (the verdict's best backprop) and that bp err.\n");
+    printf("%-*s %10s %8s %9s %8s %8s %8s %11s %11s %10s %11s  %s\n", w, "layer", "diag share",
+           "(G)", "bp err", "(G)", "radial", "(G)", "DyT J-rmse", "ISRU J-rmse", "DyT bp err",
+           "ISRU bp err", "best bp");
     for (size_t k = 0; k < plan->nlayers; k++) {
         const nc_plan_layer *l = &plan->layers[k];
         if (!l->has_jacobian)
@@ -120,13 +142,21 @@ static void print_jacobian_summary(const nc_plan *plan)
         const nc_jac_result *j = &l->jacobian;
         const nc_jac_surrogate *dyt = &j->surr[NC_FIT_DYT], *isru = &j->surr[NC_FIT_DYISRU];
         printf("%-*s", w, l->name);
-        print_num(j->diag_frobenius_share, 11);
-        print_num(j->backprop.err, 11);
-        print_num(j->radial_retention, 11);
+        print_num(j->diag_frobenius_share, 10);
+        print_num(j->gauss.diag_frobenius_share, 8);
+        print_num(j->backprop.err, 9);
+        print_num(j->gauss.offdiag_frobenius_share, 8);
+        print_num(j->radial_retention, 8);
+        print_num(j->gauss.radial_retention, 8);
         print_num(dyt->ok ? dyt->diag_rmse : NAN, 11);
         print_num(isru->ok ? isru->diag_rmse : NAN, 11);
-        print_num(dyt->ok ? dyt->backprop.err : NAN, 11);
+        print_num(dyt->ok ? dyt->backprop.err : NAN, 10);
         print_num(isru->ok ? isru->backprop.err : NAN, 11);
+        int b = best_backprop(j);
+        if (b >= 0)
+            printf("  %s %.4g", nc_surrogate_get((nc_fit_id)b)->name, j->surr[b].backprop.err);
+        else
+            printf("  -");
         printf("\n");
     }
 }

@@ -142,6 +142,21 @@ check "said once" test "$(grep -c "layer 'nan'" "$T/nan.err")" -eq 1
 run "$NC" fit "$f" --out "$OUT/clean" --no-jacobian
 check "nothing said for a clean layer" test "$(grep -c 'left out' "$T/.err")" -eq 0
 
+# ---- the Jacobian table: its columns explained, the Gaussian references
+# beside diag share and bp err, the verdict's best backprop with its number
+run "$NC" fit "$f" --out "$OUT/jt"
+expect_status 0
+expect_out_has "(G): the value for"
+expect_out_has "diag share: share of ||J||_F^2"
+expect_out_has "best bp:"
+cp "$T/.out" "$T/jt.out"
+best=$(sed -n 's/.*best backprop: \([a-z_]*\).*bp err \([0-9.e+-]*\);.*/\1 \2/p' "$T/jt.out")
+check "the verdict names the best backprop surrogate and its bp err ($best)" test -n "$best"
+check "the Jacobian table shows the same surrogate and number" \
+    grep -qE "^ln00 .*  $best\$" "$T/jt.out"
+check "the Jacobian table has the Gaussian reference columns" \
+    grep -qE "^layer +diag share +\(G\) +bp err +\(G\)" "$T/jt.out"
+
 # ---- run on a data file: says what it is and what fits
 run "$NC" run "$f" --out "$OUT/bad"
 expect_status 2
