@@ -143,8 +143,9 @@ nc_loglog nc_loglog_fit(const double *x, const double *y, size_t n)
             mx += log(x[k]);
             my += log(y[k]);
         }
-    if (L.n < 2) {
-        snprintf(L.status, sizeof L.status, "fewer than 2 layers with both values > 0");
+    if (L.n < 3) {
+        snprintf(L.status, sizeof L.status, "%zu layer%s with both values > 0: no slope (needs 3; "
+                 "two points always give r = 1)", L.n, L.n == 1 ? "" : "s");
         return L;
     }
     mx /= (double)L.n;
@@ -164,10 +165,6 @@ nc_loglog nc_loglog_fit(const double *x, const double *y, size_t n)
     L.slope = sxy / sxx;
     L.intercept = my - L.slope * mx;
     L.r = syy > 0 ? sxy / sqrt(sxx * syy) : NAN;
-    if (L.n < 3) {
-        snprintf(L.status, sizeof L.status, "2 layers: a slope but no interval (needs 3)");
-        return L;
-    }
     double ssr = syy - L.slope * sxy;
     ssr = ssr > 0 ? ssr : 0;
     L.slope_se = sqrt(ssr / (double)(L.n - 2) / sxx);
@@ -295,24 +292,103 @@ static bool overlap(const nc_loglog *a, const nc_loglog *b)
            b->ci_lo <= a->ci_hi;
 }
 
-static void run_verdict(nc_run_summary *R)
+/* A group's line: "d = 256 (3 layers: early, middle, late): alpha ~ ...;
+ * alpha*gamma ~ ...; affine slope ~ ...; <comparison>". */
+static void group_verdict(const nc_layer_summary *L, nc_run_group *G)
 {
-    char a[96], ag[96], af[96];
-    slope_text("alpha", &R->alpha, a, sizeof a);
-    slope_text("alpha*gamma", &R->alpha_gamma, ag, sizeof ag);
-    slope_text("affine slope", &R->affine, af, sizeof af);
-    const char *best = R->most_best_r2 >= 0 ? nc_surrogate_get((nc_fit_id)R->most_best_r2)->name
-                                            : "none";
-    const char *cmp = !isfinite(R->alpha_gamma.ci_lo) || !isfinite(R->affine.ci_lo)
+    char names[160] = "", a[96], ag[96], af[96];
+    size_t o = 0;
+    for (size_t k = 0; k < G->nlayers && o < sizeof names; k++)
+        o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", k ? ", " : "",
+                              L[G->layer[k]].name ? L[G->layer[k]].name : "?");
+    if (o >= sizeof names) /* cut: end on "..." */
+        memcpy(names + sizeof names - 4, "...", 4);
+    const char *head = G->nlayers == 1 ? "layer" : "layers";
+    if (G->nlayers < 3) {
+        snprintf(G->verdict, sizeof G->verdict, "d = %zu (%zu %s: %s): no slopes (needs 3 "
+                 "layers)", G->d, G->nlayers, head, names);
+        return;
+    }
+    slope_text("alpha", &G->alpha, a, sizeof a);
+    slope_text("alpha*gamma", &G->alpha_gamma, ag, sizeof ag);
+    slope_text("affine slope", &G->affine, af, sizeof af);
+    const char *cmp = !isfinite(G->alpha_gamma.ci_lo) || !isfinite(G->affine.ci_lo)
                           ? "too few layers to compare the slopes"
-                      : overlap(&R->alpha_gamma, &R->affine)
+                      : overlap(&G->alpha_gamma, &G->affine)
                           ? "alpha*gamma follows 1/std no differently from the affine slope "
                             "(intervals overlap)"
                           : "alpha*gamma and the affine slope follow 1/std differently "
                             "(intervals apart)";
-    snprintf(R->verdict, sizeof R->verdict,
-             "%zu of %zu layers saturating; best R^2 most often: %s (%zu); %s; %s; %s; %s",
-             R->saturating, R->nlayers, best, R->most_best_r2_count, a, ag, af, cmp);
+    snprintf(G->verdict, sizeof G->verdict, "d = %zu (%zu %s: %s): %s; %s; %s; %s", G->d,
+             G->nlayers, head, names, a, ag, af, cmp);
+}
+
+static void run_verdict(const nc_layer_summary *L, nc_run_summary *R)
+{
+    const char *best = R->most_best_r2 >= 0 ? nc_surrogate_get((nc_fit_id)R->most_best_r2)->name
+                                            : "none";
+    size_t o = (size_t)snprintf(R->verdict, sizeof R->verdict,
+                                "%zu of %zu layers saturating; best R^2 most often: %s (%zu)",
+                                R->saturating, R->nlayers, best, R->most_best_r2_count);
+    for (size_t g = 0; g < R->ngroups && o < sizeof R->verdict; g++) {
+        group_verdict(L, &R->group[g]);
+        o += (size_t)snprintf(R->verdict + o, sizeof R->verdict - o, " | %s",
+                              R->group[g].verdict);
+    }
+}
+
+size_t nc_width_groups(const size_t *d, size_t n, size_t *group_of)
+{
+    size_t ng = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t q = 0;
+        while (q < k && d[q] != d[k]) /* the first earlier layer of width d */
+            q++;
+        group_of[k] = q < k ? group_of[q] : ng++;
+    }
+    return ng;
+}
+
+/* The groups of the run and their slopes (v: scratch of 4 n doubles). */
+static int run_groups(const nc_layer_summary *L, size_t n, nc_run_summary *out, double *v)
+{
+    size_t *d = malloc((n ? n : 1) * sizeof *d), *idx = calloc(n ? n : 1, sizeof *idx);
+    out->group_of = malloc((n ? n : 1) * sizeof *out->group_of);
+    if (!d || !idx || !out->group_of) {
+        free(d);
+        free(idx);
+        return -1;
+    }
+    for (size_t k = 0; k < n; k++)
+        d[k] = L[k].d;
+    out->ngroups = nc_width_groups(d, n, out->group_of);
+    free(d);
+    out->group = calloc(out->ngroups ? out->ngroups : 1, sizeof *out->group);
+    if (!out->group || out->ngroups == 0) { /* no layers: nothing to slice idx for */
+        free(idx);
+        return out->group ? 0 : -1;
+    }
+    size_t used = 0; /* the groups' index lists share idx, one slice each */
+    double *x = v, *al = v + n, *ag = v + 2 * n, *af = v + 3 * n;
+    for (size_t g = 0; g < out->ngroups; g++) {
+        nc_run_group *G = &out->group[g];
+        G->layer = idx + used;
+        for (size_t k = 0; k < n; k++)
+            if (out->group_of[k] == g) {
+                size_t m = G->nlayers++;
+                G->layer[m] = k;
+                G->d = L[k].d;
+                x[m] = 1.0 / L[k].std;
+                al[m] = L[k].alpha;
+                ag[m] = L[k].alpha * L[k].gamma;
+                af[m] = L[k].affine_slope;
+            }
+        used += G->nlayers;
+        G->alpha = nc_loglog_fit(x, al, G->nlayers);
+        G->alpha_gamma = nc_loglog_fit(x, ag, G->nlayers);
+        G->affine = nc_loglog_fit(x, af, G->nlayers);
+    }
+    return 0;
 }
 
 int nc_run_summary_compute(const nc_layer_summary *L, size_t n, nc_run_summary *out,
@@ -322,34 +398,26 @@ int nc_run_summary_compute(const nc_layer_summary *L, size_t n, nc_run_summary *
     out->most_best_r2 = -1;
     out->layer = calloc(n ? n : 1, sizeof *out->layer);
     double *v = malloc(4 * (n ? n : 1) * sizeof *v);
-    if (!out->layer || !v) {
+    if (!out->layer || !v || run_groups(L, n, out, v) != 0) {
         free(v);
         nc_run_summary_free(out);
         return nc_err_set(err, NC_ENOMEM, "out of memory for the run summary");
     }
     out->nlayers = n;
     size_t count[NC_FIT_COUNT] = {0};
-    double *inv_std = v, *alpha = v + n, *ag = v + 2 * n, *aff = v + 3 * n;
     for (size_t k = 0; k < n; k++) {
         layer_verdict(&L[k], &out->layer[k]);
         if (strstr(nc_layer_verdict_kind(&out->layer[k]), "saturating"))
             out->saturating++;
         if (out->layer[k].by_r2.best >= 0)
             count[out->layer[k].by_r2.best]++;
-        inv_std[k] = 1.0 / L[k].std;
-        alpha[k] = L[k].alpha;
-        ag[k] = L[k].alpha * L[k].gamma;
-        aff[k] = L[k].affine_slope;
     }
     for (int f = 0; f < NC_FIT_COUNT; f++)
         if (count[f] > out->most_best_r2_count) {
             out->most_best_r2 = f;
             out->most_best_r2_count = count[f];
         }
-    out->alpha = nc_loglog_fit(inv_std, alpha, n);
-    out->alpha_gamma = nc_loglog_fit(inv_std, ag, n);
-    out->affine = nc_loglog_fit(inv_std, aff, n);
-    run_verdict(out);
+    run_verdict(L, out);
     free(v);
     return 0;
 }
@@ -359,5 +427,9 @@ void nc_run_summary_free(nc_run_summary *s)
     if (!s)
         return;
     free(s->layer);
+    if (s->group) /* one index array, sliced per group: its start is group 0's */
+        free(s->group[0].layer);
+    free(s->group);
+    free(s->group_of);
     memset(s, 0, sizeof *s);
 }

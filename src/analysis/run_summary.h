@@ -5,7 +5,8 @@
  *
  * Per layer: the best surrogate by R^2 and by backprop error (with the
  * surrogates tied with it), the gain over the affine map, fitted alpha
- * against the theory alpha, and a one-line verdict. Across layers: the
+ * against the theory alpha, and a one-line verdict. Across the layers of
+ * each model group (below): the
  * log-log OLS slope, with the Pearson correlation of the logs and a
  * t-based 95% confidence interval, of DyT's fitted alpha, of alpha*gamma
  * and of the affine slope against 1/std(x); and a one-line verdict.
@@ -19,6 +20,9 @@
  *
  * Left out: anything that needs the data (all inputs are per-layer
  * summaries); the printing (cli) and the JSON (report).
+ *
+ * The slopes are per model group (layers sharing d, nc_width_groups): a
+ * slope across layers of unrelated models would mix their scales.
  */
 #ifndef NC_RUN_SUMMARY_H
 #define NC_RUN_SUMMARY_H
@@ -93,16 +97,30 @@ typedef struct nc_layer_verdict {
     char verdict[512];
 } nc_layer_verdict;
 
+/* A model group: the layers sharing the width d (the layers of one model
+ * do; models of the same width fall into one group). The alpha-std figure
+ * groups its layers the same way (nc_width_groups), so its fit line of a
+ * group is this group's alpha slope when it shows all the group's layers. */
+typedef struct nc_run_group {
+    size_t d;
+    size_t nlayers;           /* layers in the group */
+    size_t *layer;            /* [nlayers] their indices in the run, run order */
+    nc_loglog alpha;          /* alpha against 1/std, over the group */
+    nc_loglog alpha_gamma;    /* alpha*gamma against 1/std */
+    nc_loglog affine;         /* affine slope against 1/std */
+    char verdict[512];        /* "d = 256 (3 layers): alpha ~ ...; ..." */
+} nc_run_group;
+
 typedef struct nc_run_summary {
     size_t nlayers;
     nc_layer_verdict *layer;  /* [nlayers], owned */
-    nc_loglog alpha;          /* alpha against 1/std */
-    nc_loglog alpha_gamma;    /* alpha*gamma against 1/std */
-    nc_loglog affine;         /* affine slope against 1/std */
+    size_t ngroups;
+    nc_run_group *group;      /* [ngroups], owned; in the order of their first layer */
+    size_t *group_of;         /* [nlayers], owned: each layer's group */
     size_t saturating;        /* layers whose verdict is "saturating" */
     int most_best_r2;         /* the fit most often best by R^2 (-1: none) */
     size_t most_best_r2_count;
-    char verdict[512];
+    char verdict[4096];       /* the saturation count, then each group's verdict */
 } nc_run_summary;
 
 /* Computes the run-level block of n layers L[0..n) into out (free with
@@ -113,7 +131,14 @@ int nc_run_summary_compute(const nc_layer_summary *L, size_t n, nc_run_summary *
 
 void nc_run_summary_free(nc_run_summary *s);
 
-/* The log-log regression of y[k] on x[k] (k < n), as described above. */
+/* Groups n layers of widths d[0..n) by width: group_of[k] is layer k's
+ * group, numbered 0.. in the order of each group's first layer; returns
+ * the number of groups. The one grouping of the run-level block and of
+ * the alpha-std figure. */
+size_t nc_width_groups(const size_t *d, size_t n, size_t *group_of);
+
+/* The log-log regression of y[k] on x[k] (k < n), as described above;
+ * fewer than 3 usable points give no slope (NAN, status says why). */
 nc_loglog nc_loglog_fit(const double *x, const double *y, size_t n);
 
 /* The p-quantile (0 < p < 1) of Student's t with nu > 0 degrees of freedom

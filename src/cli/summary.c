@@ -68,7 +68,7 @@ static void print_theory(const nc_layer_result *r, int w)
 static void print_fits_table(const nc_plan *plan, const bool *ran)
 {
     int w = name_width(plan);
-    printf("%-*s %7s %5s %-9s", w, "layer", "N", "d", "norm");
+    printf("%-*s %7s %5s %-9s", w, "layer", "used", "d", "norm");
     for (int f = 0; f < NC_FIT_COUNT; f++)
         if (ran[f])
             printf(" %8s", fit_head[f]);
@@ -80,7 +80,7 @@ static void print_fits_table(const nc_plan *plan, const bool *ran)
         const nc_layer_result *r = &l->result;
         char nc[16];
         norm_cell(l, nc, sizeof nc);
-        printf("%-*s %7zu %5zu %-9s", w, r->name, r->N, r->d, nc);
+        printf("%-*s %7zu %5zu %-9s", w, r->name, r->stats.tokens_used, r->d, nc);
         for (int f = 0; f < NC_FIT_COUNT; f++)
             if (ran[f])
                 num(r->fits[f].ok ? r->fits[f].r2 : NAN, 8, 6);
@@ -133,7 +133,7 @@ void cli_print_fit_summary(const nc_plan *plan)
     if (!any)
         return;
     printf("R^2 of each fit against the norm's output (1 = exact; columns: the fits that ran, "
-           "docs/report.md);\nnorm: kind/source (def, flag, cfg, meta, det = detected from "
+           "docs/report.md);\nused: tokens in the fits (input_stats.tokens_used: tokens with a NaN/inf value or\nscale 0 left out, the sample if --sample-tokens); norm: kind/source (def, flag, cfg, meta, det = detected from "
            "the real output; ! = the real output disagrees); alpha: DyT's fitted alpha.\n");
     print_fits_table(plan, ran);
 }
@@ -152,11 +152,19 @@ void cli_print_run_summary(const nc_plan *plan)
                R->layer[k].verdict, R->layer[k].alpha_over_theory);
     if (R->nlayers < 2)
         return;
-    printf("\nRun (%zu layers): log-log OLS slope against 1/std(x), t-based 95%% CI, "
-           "Pearson r of the logs:\n", R->nlayers);
-    print_slope("alpha", &R->alpha);
-    print_slope("alpha*gamma", &R->alpha_gamma);
-    print_slope("affine slope", &R->affine);
+    printf("\nRun (%zu layers, %zu model group%s = layers sharing d): per group, log-log OLS "
+           "slope against\n1/std(x), t-based 95%% CI, Pearson r of the logs (no slope under 3 "
+           "layers):\n", R->nlayers, R->ngroups, R->ngroups == 1 ? "" : "s");
+    for (size_t g = 0; g < R->ngroups; g++) {
+        const nc_run_group *G = &R->group[g];
+        printf(" d = %zu (%zu layer%s:", G->d, G->nlayers, G->nlayers == 1 ? "" : "s");
+        for (size_t k = 0; k < G->nlayers; k++)
+            printf(" %s", plan->summaries[G->layer[k]].name);
+        printf(")\n");
+        print_slope("alpha", &G->alpha);
+        print_slope("alpha*gamma", &G->alpha_gamma);
+        print_slope("affine slope", &G->affine);
+    }
     printf("Verdict: %s\n", R->verdict);
 }
 

@@ -5,13 +5,16 @@
  * per model).
  *
  * A model here is the set of the selected layers that share the width d
- * (layers of one model do; models of the same width are drawn as one).
+ * (layers of one model do; models of the same width are drawn as one):
+ * nc_width_groups, the run-level block's own grouping.
  * Each model gets one colour of the categorical palette (nc_cat_color),
  * in the order its first layer comes in the plan.
  *
  * The across-layer fit is the run-level analysis' own (analysis/
- * run_summary.h, nc_loglog_fit: OLS of log alpha on log 1/std), over the
- * layers the figure shows, with its slope's 95 % confidence interval.
+ * run_summary.h, nc_loglog_fit: OLS of log alpha on log 1/std), one per
+ * model over the model's layers the figure shows (3 or more), with its
+ * slope's 95 % confidence interval: when the figure shows all of a
+ * model's layers, the run-level block's alpha slope of that group.
  */
 #include <math.h>
 #include <stdio.h>
@@ -25,50 +28,85 @@
 #include "plot/figures_internal.h"
 
 #define MAX_MODELS 64 /* distinct widths told apart by colour; more share the last colour */
+#define MAX_FITS 16   /* model groups drawn with their fit line */
 
-/* The model (index of its d among ds[*nd]) of width d; adds d when new. */
-static size_t model_of(size_t d, size_t *ds, size_t *nd)
-{
-    for (size_t m = 0; m < *nd; m++)
-        if (ds[m] == d)
-            return m;
-    if (*nd == MAX_MODELS)
-        return MAX_MODELS - 1;
-    ds[*nd] = d;
-    return (*nd)++;
-}
-
-/* The across-layer fit alpha = A (1/std)^b over the n points (x, y), as
- * the run-level block computes it; its legend label in *label. False when
- * fewer than two layers have both. */
-static bool run_fit_line(job *j, const double *x, const double *y, size_t n, double *A,
-                         double *b, const char **label)
+/* The across-layer fit alpha = A (1/std)^b of one model group over its n
+ * points (x, y), as the run-level block computes it (nc_loglog_fit); its
+ * legend label in *label. False when it gives no slope (under 3 layers). */
+static bool run_fit_line(job *j, size_t d, const double *x, const double *y, size_t n,
+                         double *A, double *b, const char **label)
 {
     nc_loglog f = nc_loglog_fit(x, y, n);
-    if (f.n < 2 || !isfinite(f.slope) || !isfinite(f.intercept))
+    if (!isfinite(f.slope) || !isfinite(f.intercept))
         return false;
     *A = exp(f.intercept);
     *b = f.slope;
-    *label = isfinite(f.ci_lo) ? nc_fig_jprintf(j, "fit: \xce\xb1 \xe2\x88\x9d (1/std)^%.2f "
-                                                   "[%.2f, %.2f]", f.slope, f.ci_lo, f.ci_hi)
-                               : nc_fig_jprintf(j, "fit: \xce\xb1 \xe2\x88\x9d (1/std)^%.2f",
-                                                f.slope);
+    *label = isfinite(f.ci_lo) ? nc_fig_jprintf(j, "fit d = %zu (%zu layers): \xce\xb1 \xe2\x88\x9d "
+                                                   "(1/std)^%.2f [%.2f, %.2f]", d, f.n, f.slope,
+                                                f.ci_lo, f.ci_hi)
+                               : nc_fig_jprintf(j, "fit d = %zu (%zu layers): \xce\xb1 \xe2\x88\x9d "
+                                                   "(1/std)^%.2f", d, f.n, f.slope);
     return *label != NULL;
+}
+
+/* The model groups of the selected layers (nc_width_groups, as the run-level
+ * block): grp[k] for sel[k], each group's d in ds; returns their number. */
+static size_t select_groups(job *j, const nc_plan *plan, const size_t *sel, size_t nsel,
+                            size_t *grp, size_t **ds)
+{
+    size_t *d = nc_fig_jalloc(j, (nsel ? nsel : 1) * sizeof *d);
+    *ds = nc_fig_jalloc(j, (nsel ? nsel : 1) * sizeof **ds);
+    if (!d || !*ds)
+        return 0;
+    for (size_t k = 0; k < nsel; k++)
+        d[k] = plan->layers[sel[k]].result.d;
+    size_t ng = nc_width_groups(d, nsel, grp);
+    for (size_t k = 0; k < nsel; k++)
+        (*ds)[grp[k]] = d[k];
+    return ng;
+}
+
+/* Per model group with 3 or more points, the fit line (black, dashed
+ * differently per group) into cv[*nc]. */
+static void group_fit_lines(job *j, nc_panel *p, const double *fx, const double *fy,
+                            const size_t *fg, size_t nl, const size_t *ds, size_t ng,
+                            nc_curve *cv, size_t *nc)
+{
+    double *gx = nc_fig_jalloc(j, 2 * (nl ? nl : 1) * sizeof *gx), *gy = gx ? gx + nl : NULL;
+    for (size_t g = 0; gx && g < ng && *nc < MAX_MODELS + 2 + MAX_FITS; g++) {
+        size_t n = 0;
+        for (size_t k = 0; k < nl; k++)
+            if (fg[k] == g)
+                gx[n] = fx[k], gy[n++] = fy[k];
+        double A, b, *xy = nc_fig_jalloc(j, 4 * sizeof *xy);
+        const char *label = NULL;
+        if (!xy || !run_fit_line(j, ds[g], gx, gy, n, &A, &b, &label))
+            continue;
+        xy[0] = p->x0, xy[1] = p->x1, xy[2] = A * pow(p->x0, b), xy[3] = A * pow(p->x1, b);
+        cv[(*nc)++] = (nc_curve){xy, xy + 2, 2, nc_cat_color((int)(g < MAX_MODELS ? g
+                                                                     : MAX_MODELS - 1)),
+                                 2.0, false, 0, 0, label};
+    }
 }
 
 /* alpha-std: per layer, the fitted alpha (circle) and the theory value
  * (nc_dyt_theory_params: 1/(rho sqrt d), LayerNorm sqrt(d-1)/(d rho)) (cross)
  * at 1/std(x), named by the layer; per model the
- * line alpha = (1/std)/sqrt(d); and the line alpha = 1/std. */
+ * line alpha = (1/std)/sqrt(d) (thin, dashed) and the fit line over its
+ * layers (thick, when it has 3 or more); and the line alpha = 1/std. */
 int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_t nsel,
                            nc_panel *p, nc_err *err)
 {
     nc_mark *m = nc_fig_jalloc(j, 2 * nsel * sizeof *m);
     nc_label *lb = nc_fig_jalloc(j, nsel * sizeof *lb);
     double *fx = nc_fig_jalloc(j, 2 * nsel * sizeof *fx), *fy = fx ? fx + nsel : NULL;
-    nc_curve *cv = nc_fig_jalloc(j, (MAX_MODELS + 2) * sizeof *cv);
-    size_t ds[MAX_MODELS], nd = 0, nm = 0, nl = 0;
-    if (!m || !lb || !cv || !fx)
+    nc_curve *cv = nc_fig_jalloc(j, (MAX_MODELS + 2 + MAX_FITS) * sizeof *cv);
+    size_t *grp = nc_fig_jalloc(j, 2 * nsel * sizeof *grp), *fg = grp ? grp + nsel : NULL;
+    size_t *ds = NULL, nm = 0, nl = 0;
+    if (!m || !lb || !cv || !fx || !grp)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    size_t nd = select_groups(j, plan, sel, nsel, grp, &ds);
+    if (!ds)
         return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
     double lo = INFINITY, hi = 0, ylo = INFINITY, yhi = 0;
     for (size_t k = 0; k < nsel; k++) {
@@ -79,7 +117,7 @@ int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_
         double th = nc_dyt_theory_params(r->norm, r->stats.rho, r->d).p[0];
         if (!(al > 0 && isfinite(al) && ix > 0 && isfinite(ix)))
             continue;
-        nc_rgb col = nc_cat_color((int)model_of(r->d, ds, &nd));
+        nc_rgb col = nc_cat_color((int)(grp[k] < MAX_MODELS ? grp[k] : MAX_MODELS - 1));
         m[nm++] = (nc_mark){ix, al, col, NC_MARKER_CIRCLE, 6, "fitted \xce\xb1 (DyT)"};
         if (th > 0 && isfinite(th)) {
             m[nm++] = (nc_mark){ix, th, col, NC_MARKER_CROSS, 6,
@@ -87,7 +125,7 @@ int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_
             ylo = fmin(ylo, th);
             yhi = fmax(yhi, th);
         }
-        fx[nl] = ix, fy[nl] = al;
+        fx[nl] = ix, fy[nl] = al, fg[nl] = grp[k];
         lb[nl++] = (nc_label){ix, al, pl->name, col};
         ylo = fmin(ylo, al);
         yhi = fmax(yhi, al);
@@ -99,7 +137,7 @@ int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_
     p->xlog = p->ylog = true;
     p->x0 = lo / 2, p->x1 = hi * 2, p->y0 = ylo / 2.5, p->y1 = yhi * 2.5;
     size_t nc = 0;
-    for (size_t q = 0; q < nd; q++) { /* alpha = (1/std) / sqrt(d), each model's own d */
+    for (size_t q = 0; q < nd && q < MAX_MODELS; q++) { /* alpha = (1/std)/sqrt(d), per model */
         double *xy = nc_fig_jalloc(j, 4 * sizeof *xy), s = sqrt((double)ds[q]);
         if (!xy)
             return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
@@ -108,19 +146,14 @@ int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_
                               nc_fig_jprintf(j, "(1/std)/\xe2\x88\x9a" "d, d = %zu",
                                              ds[q])};
     }
-    double A, b, *xy = nc_fig_jalloc(j, 8 * sizeof *xy);
+    double *xy = nc_fig_jalloc(j, 4 * sizeof *xy);
     if (!xy)
         return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
     xy[0] = p->x0, xy[1] = p->x1, xy[2] = p->x0, xy[3] = p->x1;
     if (p->x1 > p->y0 && p->x0 < p->y1) /* alpha = 1/std, when it crosses the panel */
         cv[nc++] = (nc_curve){xy, xy + 2, 2, nc_rgb_hex(0x888888), 1.0, true, 0, 0,
                               "\xce\xb1 = 1/std"};
-    const char *fit_label = NULL;
-    if (run_fit_line(j, fx, fy, nl, &A, &b, &fit_label)) {
-        xy[4] = p->x0, xy[5] = p->x1, xy[6] = A * pow(p->x0, b), xy[7] = A * pow(p->x1, b);
-        cv[nc++] = (nc_curve){xy + 4, xy + 6, 2, nc_rgb_hex(0x000000), 1.2, false, 0, 0,
-                              fit_label};
-    }
+    group_fit_lines(j, p, fx, fy, fg, nl, ds, nd, cv, &nc);
     *p = (nc_panel){.title = "DyT \xce\xb1 against 1/std(x) across layers",
                     .xlabel = "1/std(x)", .ylabel = "\xce\xb1", .xlog = true, .ylog = true,
                     .x0 = p->x0, .x1 = p->x1, .y0 = p->y0, .y1 = p->y1, .grid = true,
@@ -158,9 +191,11 @@ static bool names_numbered(const nc_plan *plan, const size_t *sel, size_t nsel)
 static bool depth_lines(job *j, const nc_plan *plan, const size_t *sel, size_t nsel, int id,
                         nc_panel *p)
 {
-    size_t ds[MAX_MODELS], nd = 0, count[MAX_MODELS] = {0};
-    for (size_t k = 0; k < nsel; k++)
-        model_of(plan->layers[sel[k]].result.d, ds, &nd);
+    size_t *grp = nc_fig_jalloc(j, (nsel ? nsel : 1) * sizeof *grp), *ds = NULL;
+    size_t count[MAX_MODELS] = {0}, nd = grp ? select_groups(j, plan, sel, nsel, grp, &ds) : 0;
+    if (!ds)
+        return false;
+    nd = nd < MAX_MODELS ? nd : MAX_MODELS; /* more widths: drawn as the first MAX_MODELS */
     nc_curve *cv = nc_fig_jalloc(j, (nd ? nd : 1) * sizeof *cv);
     double *xy = nc_fig_jalloc(j, 2 * (nsel ? nsel : 1) * sizeof *xy);
     if (!cv || !xy)

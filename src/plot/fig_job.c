@@ -189,12 +189,19 @@ static int job_meta(job *j, const char *command, const nc_plan *plan, nc_err *er
              fit_params_text(j, &pl->result, &params);
         first = false;
     }
+    char *legend = NULL; /* the curves' legend entries, one a line */
+    ok = ok && jappend(j, &legend, "%s", "");
+    for (size_t p = 0; p < j->npanels && ok; p++)
+        for (size_t c = 0; c < j->panels[p].ncurves && ok; c++)
+            if (j->panels[p].curves[c].label)
+                ok = jappend(j, &legend, "%s%s", legend[0] ? "\n" : "",
+                             j->panels[p].curves[c].label);
     if (!ok)
         return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
     const char *title = j->fig.title ? j->fig.title : (j->panels[0].title ? j->panels[0].title : "");
     const char *pairs[] = {"Software", NC_TOOL_NAME " " NC_VERSION, "Title", title, "Command",
                            command ? command : "", "Layer", layers, "Parameters", params,
-                           "Figure", nc_fig_kind_name(j->spec->kind)};
+                           "Figure", nc_fig_kind_name(j->spec->kind), "Legend", legend};
     size_t n = sizeof pairs / sizeof pairs[0];
     memcpy(j->meta, pairs, sizeof pairs);
     j->meta[n] = NULL;

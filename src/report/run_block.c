@@ -77,12 +77,26 @@ void nc_report_add_run(builder *b, cJSON *parent, const nc_layer_summary *L,
         ensure_status(b, lo, "a fit that did not run (affine map, DyT) leaves these undefined");
         str(b, lo, "verdict", v->verdict);
     }
-    cJSON *sl = obj(b, o, "loglog_vs_inv_std");
-    str(b, sl, "method", "OLS of log y on log(1/std) over the layers; r: Pearson correlation "
-                         "of the logs; ci95: slope -+ t(0.975, n-2) * slope_se");
-    add_loglog(b, sl, "alpha", "fits.dyt.alpha", &R->alpha);
-    add_loglog(b, sl, "alpha_gamma", "fits.dyt.alpha * fits.dyt.gamma", &R->alpha_gamma);
-    add_loglog(b, sl, "affine_slope", "fits.linear.slope", &R->affine);
+    str(b, o, "grouping", "model groups: the layers sharing d (dim), in the order of their "
+                         "first layer; the alpha-std figure groups the same way");
+    cJSON *gs = arr(b, o, "groups");
+    for (size_t g = 0; gs && g < R->ngroups; g++) {
+        const nc_run_group *G = &R->group[g];
+        cJSON *go = obj(b, gs, NULL), *names = arr(b, go, "names");
+        num(b, go, "d", (double)G->d);
+        num(b, go, "layers", (double)G->nlayers);
+        for (size_t k = 0; names && k < G->nlayers; k++)
+            if (!cJSON_AddItemToArray(names, cJSON_CreateString(L[G->layer[k]].name)))
+                b->ok = false;
+        cJSON *sl = obj(b, go, "loglog_vs_inv_std");
+        str(b, sl, "method", "OLS of log y on log(1/std) over the group's layers; r: Pearson "
+                             "correlation of the logs; ci95: slope -+ t(0.975, n-2) * "
+                             "slope_se; no slope under 3 layers");
+        add_loglog(b, sl, "alpha", "fits.dyt.alpha", &G->alpha);
+        add_loglog(b, sl, "alpha_gamma", "fits.dyt.alpha * fits.dyt.gamma", &G->alpha_gamma);
+        add_loglog(b, sl, "affine_slope", "fits.linear.slope", &G->affine);
+        str(b, go, "verdict", G->verdict);
+    }
     num(b, o, "saturating_layers", (double)R->saturating);
     str(b, o, "verdict", R->verdict);
 }

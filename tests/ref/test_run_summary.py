@@ -2,7 +2,10 @@
 block"; src/analysis/run_summary.c) with NumPy/SciPy, from the per-layer
 numbers of the same report.json:
 
-  log-log slopes of alpha, alpha*gamma and the affine slope against 1/std:
+  per model group (layers sharing d), log-log slopes of alpha, alpha*gamma
+  and the affine slope against 1/std (none under 3 layers), and the
+  alpha-std figure's fit line per group (its PNG's Legend text) equal to
+  the group's alpha slope:
   OLS slope and intercept (numpy.polyfit), Pearson r (numpy.corrcoef), the
   slope's standard error and the t-based 95% interval
   (scipy.stats.linregress, scipy.stats.t.ppf(0.975, n - 2));
@@ -10,12 +13,13 @@ numbers of the same report.json:
   ties below 1e-4, the gain over the affine map, the share of its residual
   removed, alpha / theory alpha; the best by backprop error.
 
-Runs: five synthetic layers of different scales plus the three real
-vit4mnist layers (eight layers), a two-layer run (slope but no interval)
-and a one-layer run (no block)."""
+Runs: five synthetic d=48 layers of different scales, the three real
+vit4mnist layers (d=64) and one synthetic d=40 layer (three groups), a
+two-layer run (no slope) and a one-layer run (no block)."""
 import json
 import math
 import os
+import struct
 import sys
 import tempfile
 
@@ -40,34 +44,92 @@ synth = [{"synth": {"preset": p, "tokens": 300, "dim": 48, "seed": k + 1, "scale
          for k, (p, s) in enumerate([("late", 0.3), ("middle", 1.0), ("late", 3.0),
                                      ("early", 0.7), ("late", 8.0)])]
 real = [{"file": os.path.join(DATA, f"ln{k}_input.npy")} for k in ("00", "05", "11")]
-config(os.path.join(tmp, "c8.json"), synth + real)
+lone = [{"synth": {"preset": "late", "tokens": 200, "dim": 40, "seed": 9}, "label": "lone"}]
+json.dump({"name": "rs", "layers": synth + real + lone, "jacobian": {"probes": 2},
+           "figures": [{"type": "alpha-std", "layers": ["*"]}]},
+          open(os.path.join(tmp, "c8.json"), "w"))
 run("run", os.path.join(tmp, "c8.json"), "--out", os.path.join(tmp, "o8"), "--quiet")
 rep = json.load(open(os.path.join(tmp, "o8", "report.json")))
 L, R = rep["layers"], rep["run"]
-C.ok(R["layers"] == len(L) == 8, "run.layers counts every layer")
+C.ok(R["layers"] == len(L) == 9, "run.layers counts every layer")
+C.ok("loglog_vs_inv_std" not in R, "no slope across all layers (unrelated models)")
 
-inv_std = np.array([1.0 / l["input_stats"]["std"] for l in L])
-ys = {
-    "alpha": np.array([l["fits"]["dyt"]["alpha"] for l in L]),
-    "alpha_gamma": np.array([l["fits"]["dyt"]["alpha"] * l["fits"]["dyt"]["gamma"] for l in L]),
-    "affine_slope": np.array([l["fits"]["linear"]["slope"] for l in L]),
-}
-for key, y in ys.items():
-    got = R["loglog_vs_inv_std"][key]
-    ok = (y > 0) & np.isfinite(y)
-    lx, ly = np.log(inv_std[ok]), np.log(y[ok])
-    n = len(lx)
-    C.ok(got["layers"] == n, f"{key}: layers used")
-    slope, icpt = np.polyfit(lx, ly, 1)
-    lr = stats.linregress(lx, ly)
-    t = stats.t.ppf(0.975, n - 2)
-    C.rel(slope, got["slope"], 1e-9, f"{key}: slope")
-    C.abs(icpt, got["intercept"], 1e-9 * max(1, abs(icpt)), f"{key}: intercept")
-    C.rel(np.corrcoef(lx, ly)[0, 1], got["r"], 1e-9, f"{key}: r")
-    C.rel(lr.stderr, got["slope_se"], 1e-7, f"{key}: slope_se")
-    C.abs(slope - t * lr.stderr, got["ci95"][0], 1e-9 * (1 + t * lr.stderr), f"{key}: ci95 low")
-    C.abs(slope + t * lr.stderr, got["ci95"][1], 1e-9 * (1 + t * lr.stderr), f"{key}: ci95 high")
-    C.ok(got["status"] == "ok", f"{key}: status ok")
+# model groups: the layers sharing d, in the order of their first layer
+groups = []
+for k, l in enumerate(L):
+    for g in groups:
+        if g["d"] == l["dim"]:
+            g["idx"].append(k)
+            break
+    else:
+        groups.append({"d": l["dim"], "idx": [k]})
+C.ok([g["d"] for g in R["groups"]] == [g["d"] for g in groups] == [48, 64, 40],
+     f"groups by d in first-layer order: {[g['d'] for g in R['groups']]}")
+
+
+def png_text(path):
+    """The tEXt/iTXt chunks of a PNG, as a dict."""
+    b, i, out = open(path, "rb").read(), 8, {}
+    while i < len(b):
+        n, t = struct.unpack(">I4s", b[i:i + 8])
+        d = b[i + 8:i + 8 + n]
+        if t == b"tEXt":
+            k, v = d.split(b"\0", 1)
+            out[k.decode()] = v.decode("latin-1")
+        elif t == b"iTXt":
+            k, rest = d.split(b"\0", 1)
+            out[k.decode()] = rest[2:].split(b"\0", 2)[2].decode("utf-8")
+        i += 12 + n
+    return out
+
+
+legend = png_text(os.path.join(tmp, "o8", "alpha_std.png")).get("Legend", "")
+for g, G in zip(groups, R["groups"]):
+    d = g["d"]
+    names = [L[k]["name"] for k in g["idx"]]
+    C.ok(G["layers"] == len(names) and G["names"] == names, f"d = {d}: layers {names}")
+    inv_std = np.array([1.0 / L[k]["input_stats"]["std"] for k in g["idx"]])
+    fits = [L[k]["fits"] for k in g["idx"]]
+    ys = {
+        "alpha": np.array([f["dyt"]["alpha"] for f in fits]),
+        "alpha_gamma": np.array([f["dyt"]["alpha"] * f["dyt"]["gamma"] for f in fits]),
+        "affine_slope": np.array([f["linear"]["slope"] for f in fits]),
+    }
+    for key, y in ys.items():
+        got = G["loglog_vs_inv_std"][key]
+        ok = (y > 0) & np.isfinite(y)
+        lx, ly = np.log(inv_std[ok]), np.log(y[ok])
+        n = len(lx)
+        C.ok(got["layers"] == n, f"d = {d} {key}: layers used")
+        if n < 3:
+            C.ok(got["slope"] is None and got["r"] is None and got["ci95"] == [None, None],
+                 f"d = {d} {key}: {n} layer(s), no slope")
+            C.ok("needs 3" in got["status"], f"d = {d} {key}: status says why ({got['status']})")
+            continue
+        slope, icpt = np.polyfit(lx, ly, 1)
+        lr = stats.linregress(lx, ly)
+        t = stats.t.ppf(0.975, n - 2)
+        C.rel(slope, got["slope"], 1e-9, f"d = {d} {key}: slope")
+        C.abs(icpt, got["intercept"], 1e-9 * max(1, abs(icpt)), f"d = {d} {key}: intercept")
+        C.rel(np.corrcoef(lx, ly)[0, 1], got["r"], 1e-9, f"d = {d} {key}: r")
+        C.rel(lr.stderr, got["slope_se"], 1e-7, f"d = {d} {key}: slope_se")
+        C.abs(slope - t * lr.stderr, got["ci95"][0], 1e-9 * (1 + t * lr.stderr),
+              f"d = {d} {key}: ci95 low")
+        C.abs(slope + t * lr.stderr, got["ci95"][1], 1e-9 * (1 + t * lr.stderr),
+              f"d = {d} {key}: ci95 high")
+        C.ok(got["status"] == "ok", f"d = {d} {key}: status ok")
+    # the alpha-std figure's fit line of this group: the same numbers, same layers
+    a = G["loglog_vs_inv_std"]["alpha"]
+    line = [s for s in legend.split("\n") if s.startswith(f"fit d = {d} ")]
+    if a["slope"] is None:
+        C.ok(not line, f"d = {d}: no fit line in the figure ({line})")
+        C.ok("no slopes" in G["verdict"] and f"d = {d}" in R["verdict"], f"d = {d}: verdict")
+        continue
+    want = (f"fit d = {d} ({a['layers']} layers): \u03b1 \u221d (1/std)^{a['slope']:.2f} "
+            f"[{a['ci95'][0]:.2f}, {a['ci95'][1]:.2f}]")
+    C.ok(line == [want], f"d = {d}: figure legend {line} == {want!r}")
+    C.ok(G["verdict"] in R["verdict"] and f"(1/std)^{a['slope']:.2f}" in G["verdict"],
+         f"d = {d}: the run verdict carries the group's slope")
 
 for l, v in zip(L, R["per_layer"]):
     name = l["name"]
@@ -92,14 +154,12 @@ for l, v in zip(L, R["per_layer"]):
     C.ok(v["best_backprop"]["fit"] == bbest, f"{name}: best backprop {bbest}, got "
          f"{v['best_backprop']['fit']}")
 
-# two layers: a slope, r = +-1, no interval; one layer: no block
+# two layers of one model: no slope (two points always give r = 1); one layer: no block
 config(os.path.join(tmp, "c2.json"), real[:2])
 run("run", os.path.join(tmp, "c2.json"), "--out", os.path.join(tmp, "o2"), "--quiet")
 rep2 = json.load(open(os.path.join(tmp, "o2", "report.json")))
-g = rep2["run"]["loglog_vs_inv_std"]["affine_slope"]
-lx = np.log([1 / l["input_stats"]["std"] for l in rep2["layers"]])
-ly = np.log([l["fits"]["linear"]["slope"] for l in rep2["layers"]])
-C.rel((ly[1] - ly[0]) / (lx[1] - lx[0]), g["slope"], 1e-9, "two layers: slope")
+g = rep2["run"]["groups"][0]["loglog_vs_inv_std"]["affine_slope"]
+C.ok(g["layers"] == 2 and g["slope"] is None and g["r"] is None, "two layers: no slope, no r")
 C.ok(g["ci95"] == [None, None] and g["slope_se"] is None, "two layers: no interval")
 C.ok("needs 3" in g["status"], f"two layers: status says why ({g['status']})")
 config(os.path.join(tmp, "c1.json"), real[:1])
