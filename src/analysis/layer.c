@@ -182,6 +182,14 @@ static void stats_finish(const stats_acc *t, size_t nt, nc_input_stats *out)
         out->rms = sqrt(nc_sum_get(&t->sq) / t->n);
         out->min = t->min;
         out->max = t->max;
+        /* pooled second moments beyond the double range: squares above
+         * ~1e308 overflow, below ~1e-308 underflow to 0 (a 0 std of data
+         * that are not all equal is not a value): undefined, with a status
+         * in the report (token statistics are scaled and stay exact) */
+        if (out->std == 0.0 && t->max > t->min)
+            out->std = NAN;
+        if (out->rms == 0.0 && (t->max != 0.0 || t->min != 0.0))
+            out->rms = NAN;
     } else {
         out->mean = out->std = out->rms = out->min = out->max = NAN;
     }
@@ -189,7 +197,7 @@ static void stats_finish(const stats_acc *t, size_t nt, nc_input_stats *out)
         double u = (double)t->used;
         out->rho = nc_sum_get(&t->scale_sum) / u;
         double var = nc_sum_get(&t->scale_sq) / u - out->rho * out->rho;
-        out->scale_std = var > 0 ? sqrt(var) : 0.0;
+        out->scale_std = !isfinite(var) ? NAN : var > 0 ? sqrt(var) : 0.0;
         out->scale_min = t->scale_min;
         out->scale_max = t->scale_max;
     } else {
@@ -513,13 +521,12 @@ static int stage_stats(analysis *A, nc_layer_result *res, nc_err *err)
     return 0;
 }
 
-/* A layer without a usable token: every requested fit says why it is empty. */
-static void mark_empty(const nc_layer_spec *spec, nc_layer_result *res)
+/* A layer with nothing to fit: every requested fit says why it is empty. */
+static void mark_empty(const nc_layer_spec *spec, nc_layer_result *res, const char *why)
 {
     for (int j = 0; j < NC_FIT_COUNT; j++)
         if (spec->fit[j])
-            snprintf(res->fits[j].status, sizeof res->fits[j].status,
-                     "no usable token: nothing to fit");
+            snprintf(res->fits[j].status, sizeof res->fits[j].status, "%s", why);
     res->y_mean = res->y_sst = res->y_min = res->y_max = NAN;
 }
 
@@ -701,7 +708,14 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
         goto out;
     res->time_stats_s = nc_now_s() - t0;
     if (res->points == 0) {
-        mark_empty(spec, res);
+        mark_empty(spec, res, "no usable token: nothing to fit");
+        goto out;
+    }
+    /* pooled sums over x^2 beyond the double range (docs/report.md): the
+     * fits' sums would overflow or underflow, so none is reported */
+    if (!isfinite(res->stats.std) || !isfinite(res->stats.rms)) {
+        mark_empty(spec, res, "input beyond the range of pooled double sums (|x| above ~1e154 "
+                              "or below ~1e-154): rescale it (the fits are scale-equivariant)");
         goto out;
     }
     t0 = nc_now_s();

@@ -95,14 +95,13 @@ nc_token_stat nc_norm_token(nc_norm_kind kind, double eps, const double *x, size
     st.mean = ldexp(mean, k);
     st.var = ldexp(var, 2 * k);
     st.ms = ldexp(ms, 2 * k);
-    double e = ldexp(eps, -2 * k); /* eps in the scaled units (may be inf: then so is scale) */
-    if (kind == NC_LAYERNORM) {
-        st.centre = st.mean;
-        st.scale = ldexp(sqrt(var + e), k);
-    } else {
-        st.centre = 0.0;
-        st.scale = ldexp(sqrt(ms + e), k);
-    }
+    /* eps in the scaled units; infinite for tiny tokens (|x| < 2^-500)
+     * with eps > 0, where eps dominates and the unscaled sqrt(var + eps)
+     * is exact to rounding (var underflows harmlessly beside eps). */
+    double e = ldexp(eps, -2 * k);
+    double m = kind == NC_LAYERNORM ? var : ms;
+    st.centre = kind == NC_LAYERNORM ? st.mean : 0.0;
+    st.scale = isfinite(e) ? ldexp(sqrt(m + e), k) : sqrt(ldexp(m, 2 * k) + eps);
     st.status = st.scale > 0.0 ? NC_TOKEN_OK : NC_TOKEN_ZERO_SCALE;
     return st;
 }

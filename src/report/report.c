@@ -189,11 +189,21 @@ static void add_stats(builder *b, cJSON *lo, const nc_layer_result *r)
     num(b, o, "tokens_used", (double)s->tokens_used);
     if (!isfinite(s->mean))
         str(b, o, "status", "no finite token: statistics undefined");
+    else if (!isfinite(s->std) || !isfinite(s->rms))
+        str(b, o, "status", fmax(fabs(s->min), fabs(s->max)) > 1.0
+                                ? "overflow: the pooled second moments exceed the double range "
+                                  "(|x| above ~1e154); per-token statistics and fits are "
+                                  "scaled and exact"
+                                : "underflow: the pooled second moments are below the double "
+                                  "range (|x| below ~1e-154); per-token statistics and fits "
+                                  "are scaled and exact");
     cJSON *ts = obj(b, o, "token_scale");
     num(b, ts, "mean", s->rho);
     num(b, ts, "std", s->scale_std);
     num(b, ts, "min", s->scale_min);
     num(b, ts, "max", s->scale_max);
+    if (isfinite(s->rho) && !isfinite(s->scale_std))
+        str(b, ts, "status", "overflow: the spread of token scales exceeds the double range");
     ensure_status(b, ts, "no token with an output: token scales undefined");
     ensure_status(b, o, "undefined: no token with an output");
     cJSON *top = arr(b, o, "top_channels");

@@ -37,7 +37,32 @@ with tempfile.TemporaryDirectory() as d:
             C.ok(st["nonfinite_tokens"] == 0, f"{mag:g} {kind}: no non-finite token "
                  f"(found {st['nonfinite_tokens']})")
             C.ok(st["tokens_used"] == 48, f"{mag:g} {kind}: all 48 tokens used")
+            # the pooled moments over all N*d values are beyond the double
+            # range: no number for them and no fit, but a status saying so
+            # (a wrong R^2 from overflowed sums would be worse than none)
+            C.ok(st["std"] is None and st["rms"] is None,
+                 f"{mag:g} {kind}: pooled std/rms undefined (got {st['std']}, {st['rms']})")
+            want_st = "overflow" if mag > 1 else "underflow"
+            C.ok(st.get("status", "").startswith(want_st),
+                 f"{mag:g} {kind}: input_stats.status says {want_st} (got {st.get('status')!r})")
             lin = layer["fits"]["linear"]
-            C.ok(lin["r2"] is not None, f"{mag:g} {kind}: the affine fit has an R^2")
+            C.ok(lin.get("r2") is None and "beyond the range" in lin.get("status", ""),
+                 f"{mag:g} {kind}: the affine fit is not reported, with a status "
+                 f"(got {lin.get('r2')}, {lin.get('status')!r})")
+            ts = st["token_scale"]
+            C.ok(ts["mean"] is not None and 0.1 * mag < ts["mean"] < 10 * mag,
+                 f"{mag:g} {kind}: the mean token scale is finite and exact ({ts['mean']})")
+
+    # tiny tokens with eps > 0: eps dominates, every token's scale is
+    # sqrt(var + eps) ~ sqrt(eps), finite (it was +inf before)
+    x = rng.standard_normal((48, 24)) * 1e-300
+    src = os.path.join(d, "tiny.npy")
+    np.save(src, x)
+    for kind in ("layernorm", "rmsnorm"):
+        rep = fit_report(src, "--norm", kind, "--eps", "1e-5", "--no-jacobian")
+        ts = rep["layers"][0]["input_stats"]["token_scale"]
+        want = np.sqrt(1e-5)
+        C.ok(ts["mean"] is not None and abs(ts["mean"] - want) < 1e-12 * want,
+             f"1e-300 {kind} eps 1e-5: token scale sqrt(eps) = {want:.6g} (got {ts['mean']})")
 
 C.done()
