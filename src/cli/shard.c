@@ -40,16 +40,6 @@ bool cli_fig_kind_is_run_level(int kind)
            kind == NC_FIG_TANH_FAMILY;
 }
 
-static bool selects(const nc_fig_spec *spec, const char *name)
-{
-    if (spec->nlayers == 0)
-        return true;
-    for (size_t k = 0; k < spec->nlayers; k++)
-        if (nc_glob_match(spec->layers[k], name))
-            return true;
-    return false;
-}
-
 int cli_shard_figures(const nc_plan *plan, const nc_fig_spec *specs, size_t n,
                       nc_fig_spec **out, size_t *nout, nc_err *err)
 {
@@ -65,7 +55,7 @@ int cli_shard_figures(const nc_plan *plan, const nc_fig_spec *specs, size_t n,
             continue; /* drawn by merge, or not at all (docs/whole_models.md) */
         bool any = false;
         for (size_t k = 0; k < plan->nlayers && !any; k++)
-            any = plan->layers[k].in_shard && selects(&specs[s], plan->layers[k].name) &&
+            any = plan->layers[k].in_shard && nc_fig_spec_selects(&specs[s], plan->layers[k].name) &&
                   (specs[s].kind != NC_FIG_OUTLIER_STEPS || plan->layers[k].cfg->outlier_steps);
         if (any)
             keep[(*nout)++] = specs[s]; /* shallow: the config keeps ownership */

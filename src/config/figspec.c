@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/dump.h"
+
 static const char *const kind_names[NC_FIG_COUNT] = {
     "scatter", "scatter-grid", "by-token", "by-channel", "jacobian", "alpha-std", "tanh-family",
     "outlier-steps", "alpha-depth",
@@ -98,4 +100,14 @@ bool nc_fig_pixels_ok(double w_in, double h_in, double dpi, double *wpx, double 
     *hpx = round(h_in * dpi);
     return *wpx >= NC_FIG_MIN_SIDE_PX && *hpx >= NC_FIG_MIN_SIDE_PX &&
            *wpx <= NC_FIG_MAX_SIDE_PX && *hpx <= NC_FIG_MAX_SIDE_PX;
+}
+
+bool nc_fig_spec_selects(const nc_fig_spec *spec, const char *name)
+{
+    if (spec->nlayers == 0)
+        return true;
+    for (size_t k = 0; k < spec->nlayers; k++)
+        if (nc_glob_match(spec->layers[k], name))
+            return true;
+    return false;
 }

@@ -74,6 +74,10 @@ typedef struct nc_fig_spec {
 /* Releases what a spec owns (not the spec itself). */
 void nc_fig_spec_clear(nc_fig_spec *spec);
 
+/* Whether the figure draws the layer named name: no layer patterns select
+ * every layer, else one of spec->layers must match (glob, as --tensor). */
+bool nc_fig_spec_selects(const nc_fig_spec *spec, const char *name);
+
 /* Where the legend goes. AUTO picks, among the nine Matplotlib positions
  * inside the frame, the one covering the least ink (curves, markers, lines
  * and the density cloud), preferring the earlier in the order upper right,

@@ -392,17 +392,8 @@ static int cmp_begin(const void *a, const void *b)
 /* Refuses overlapping tensors; empty ones overlap nothing. Sorted by begin,
  * a tensor overlaps an earlier one exactly when it begins before the
  * largest end so far. */
-static int check_overlap(const ctx *c, const nc_st *st)
+static int check_overlap(const ctx *c, const nc_tensor *const *order, size_t n)
 {
-    const nc_tensor **order = malloc((st->count ? st->count : 1) * sizeof *order);
-    if (!order)
-        return nc_err_set(c->err, NC_ENOMEM, "%s: out of memory for %zu tensors", c->path,
-                          st->count);
-    size_t n = 0;
-    for (size_t i = 0; i < st->count; i++)
-        if (st->tensors[i].nbytes > 0)
-            order[n++] = &st->tensors[i];
-    qsort(order, n, sizeof *order, cmp_begin);
     int rc = 0;
     const nc_tensor *reach = NULL; /* the tensor ending furthest so far */
     for (size_t i = 0; i < n && !rc; i++) {
@@ -419,7 +410,6 @@ static int check_overlap(const ctx *c, const nc_st *st)
         if (!reach || t->file_offset + t->nbytes > reach->file_offset + reach->nbytes)
             reach = t;
     }
-    free(order);
     return rc;
 }
 
@@ -430,17 +420,8 @@ static int check_overlap(const ctx *c, const nc_st *st)
  * after the last tensor are refused. Runs after check_overlap. Tensors
  * with no elements hold no bytes and may sit at any offset in range (the
  * reference crate also wants them in the chain; they hide nothing). */
-static int check_coverage(const ctx *c, const nc_st *st)
+static int check_coverage(const ctx *c, const nc_tensor *const *order, size_t n)
 {
-    const nc_tensor **order = malloc((st->count ? st->count : 1) * sizeof *order);
-    if (!order)
-        return nc_err_set(c->err, NC_ENOMEM, "%s: out of memory for %zu tensors", c->path,
-                          st->count);
-    size_t n = 0;
-    for (size_t i = 0; i < st->count; i++)
-        if (st->tensors[i].nbytes > 0)
-            order[n++] = &st->tensors[i];
-    qsort(order, n, sizeof *order, cmp_begin);
     int rc = 0;
     unsigned long long at = 0, base = c->data_start;
     for (size_t i = 0; i < n && !rc; i++) {
@@ -460,6 +441,25 @@ static int check_coverage(const ctx *c, const nc_st *st)
                         "%s: found %llu bytes after the last tensor's data (offset %llu of the "
                         "data section), expected the tensors to cover it to the end of the file",
                         c->path, (unsigned long long)c->data_len - at, at);
+    return rc;
+}
+
+/* The tensors holding bytes, sorted by where they begin: no overlap, and
+ * together they cover the data section exactly (the two checks above). */
+static int check_layout(const ctx *c, const nc_st *st)
+{
+    const nc_tensor **order = malloc((st->count ? st->count : 1) * sizeof *order);
+    if (!order)
+        return nc_err_set(c->err, NC_ENOMEM, "%s: out of memory for %zu tensors", c->path,
+                          st->count);
+    size_t n = 0;
+    for (size_t i = 0; i < st->count; i++)
+        if (st->tensors[i].nbytes > 0)
+            order[n++] = &st->tensors[i];
+    qsort(order, n, sizeof *order, cmp_begin);
+    int rc = check_overlap(c, order, n);
+    if (!rc)
+        rc = check_coverage(c, order, n);
     free(order);
     return rc;
 }
@@ -589,8 +589,7 @@ int nc_st_parse(const unsigned char *buf, size_t len, const char *path, nc_st **
             goto out;
         st->count++;
     }
-    if ((rc = check_names(&c, st)) || (rc = check_overlap(&c, st)) ||
-        (rc = check_coverage(&c, st)))
+    if ((rc = check_names(&c, st)) || (rc = check_layout(&c, st)))
         goto out;
     *out = st;
     st = NULL;

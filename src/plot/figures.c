@@ -153,16 +153,6 @@ static int raster_pass(const nc_plan_layer *pl, raster_req *req, size_t nreq, in
 
 /* ----------------------------------------------------------- driver */
 
-static bool layer_selected(const nc_fig_spec *spec, const char *name)
-{
-    if (spec->nlayers == 0)
-        return true;
-    for (size_t k = 0; k < spec->nlayers; k++)
-        if (nc_glob_match(spec->layers[k], name))
-            return true;
-    return false;
-}
-
 typedef struct ctx {
     const nc_plan *plan;
     job **jobs; /* each allocated once: a job's figure points into itself */
@@ -241,11 +231,11 @@ static int select_layers(ctx *c, const nc_fig_spec *spec, nc_err *err)
     c->nrun = 0;
     for (size_t k = 0; k < plan->nlayers; k++) {
         const nc_plan_layer *pl = &plan->layers[k];
-        if (layer_selected(spec, pl->name) &&
+        if (nc_fig_spec_selects(spec, pl->name) &&
             (spec->kind != NC_FIG_OUTLIER_STEPS || pl->has_outlier_steps ||
              (pl->cfg && pl->cfg->outlier_steps)))
             c->nrun++;
-        if (!layer_selected(spec, pl->name) || (!pl->in_shard && pl->result.points == 0))
+        if (!nc_fig_spec_selects(spec, pl->name) || (!pl->in_shard && pl->result.points == 0))
             continue; /* another shard's layer (plan.h) */
         if (spec->kind == NC_FIG_OUTLIER_STEPS && !pl->has_outlier_steps)
             continue;
