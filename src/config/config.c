@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "config/config_internal.h"
-#include "util/jsonscan.h"
+#include "io/jsondoc.h"
 
 #define CONFIG_MAX_BYTES (16u << 20)
 
@@ -440,49 +440,9 @@ int nc_config_parse(const char *text, size_t len, const char *path, nc_config **
         snprintf(w.dir, sizeof w.dir, "%.*s", (int)(slash - path), path);
     if (slash == path)
         snprintf(w.dir, sizeof w.dir, "/");
-    const char *end = NULL;
-    size_t bad_at;
-    bool inside = nc_json_raw_control(text, len, &bad_at);
-    if (inside || nc_json_bad_space(text, len, &bad_at)) {
-        int line = 1, col = 1;
-        for (size_t k = 0; k < bad_at; k++) {
-            if (text[k] == '\n') {
-                line++;
-                col = 1;
-            } else {
-                col++;
-            }
-        }
-        return nc_err_set(err, NC_EINVAL, "%s: malformed JSON at line %d, column %d: a raw "
-                          "control character (byte 0x%02x) %s",
-                          path, line, col, (unsigned char)text[bad_at],
-                          inside ? "inside a string (write it escaped)"
-                                 : "outside a string (expected JSON white space)");
-    }
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
-    if (root) {
-        /* only white space may follow the document */
-        while (end < text + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
-            end++;
-        if (end < text + len) {
-            cJSON_Delete(root);
-            root = NULL;
-        }
-    }
-    if (!root) {
-        const char *at = end && end >= text && end <= text + len ? end : text;
-        int line = 1, col = 1;
-        for (const char *c = text; c < at; c++) {
-            if (*c == '\n') {
-                line++;
-                col = 1;
-            } else {
-                col++;
-            }
-        }
-        return nc_err_set(err, NC_EINVAL, "%s: malformed JSON at line %d, column %d", path, line,
-                          col);
-    }
+    cJSON *root = nc_json_parse_doc(text, len, path, NC_EINVAL, "", err);
+    if (!root)
+        return err->code;
     nc_config *cfg;
     int rc = nc_config_alloc(path, &cfg, err);
     if (rc) {

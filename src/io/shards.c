@@ -12,7 +12,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "util/jsonscan.h"
+#include "io/jsondoc.h"
+
+#define INDEX_HINT                                                                         \
+    " (expected a safetensors index: {\"weight_map\": {\"<tensor>\": \"<shard file>\"}})"
 
 static const char INDEX_SUFFIX[] = ".safetensors.index.json";
 
@@ -44,52 +47,6 @@ int nc_index_named(const char *path)
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Line and column of offset at in text, for messages. */
-static void line_col(const char *text, size_t at, int *line, int *col)
-{
-    *line = 1;
-    *col = 1;
-    for (size_t k = 0; k < at; k++) {
-        if (text[k] == '\n') {
-            ++*line;
-            *col = 1;
-        } else {
-            ++*col;
-        }
-    }
-}
-
-static cJSON *parse_json(const char *text, size_t len, const char *path, nc_err *err)
-{
-    size_t bad_at;
-    int line, col;
-    if (nc_json_raw_control(text, len, &bad_at)) {
-        line_col(text, bad_at, &line, &col);
-        nc_err_set(err, NC_EFORMAT, "%s: malformed JSON at line %d, column %d: a raw control "
-                   "character (byte 0x%02x) inside a string", path, line, col,
-                   (unsigned char)text[bad_at]);
-        return NULL;
-    }
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
-    if (root) {
-        while (end < text + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
-            end++;
-        if (end < text + len) {
-            cJSON_Delete(root);
-            root = NULL;
-        }
-    }
-    if (!root) {
-        size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
-        line_col(text, at, &line, &col);
-        nc_err_set(err, NC_EFORMAT, "%s: malformed JSON at line %d, column %d (expected a "
-                   "safetensors index: {\"weight_map\": {\"<tensor>\": \"<shard file>\"}})",
-                   path, line, col);
-    }
-    return root;
 }
 
 /* The weight_map entries into ix (files not yet made distinct). */
@@ -157,7 +114,7 @@ static int distinct_files(nc_index *ix, char **names, const char *path, nc_err *
 int nc_index_parse(const char *text, size_t len, const char *path, nc_index **out, nc_err *err)
 {
     *out = NULL;
-    cJSON *root = parse_json(text, len, path, err);
+    cJSON *root = nc_json_parse_doc(text, len, path, NC_EFORMAT, INDEX_HINT, err);
     if (!root)
         return err && err->code ? err->code : NC_EFORMAT;
     int rc = 0;

@@ -163,7 +163,11 @@ static void index_parser(void)
                       "{\"weight_map\": {\"<tensor>\": \"<shard file>\"}})");
     expect_index_fail("{\"weight_map\": {\"a\": \"s\n\"}}", "m.safetensors.index.json: "
                       "malformed JSON at line 1, column 24: a raw control character (byte "
-                      "0x0a) inside a string");
+                      "0x0a) inside a string (write it escaped)");
+    /* a control byte between tokens: cJSON would skip it as white space */
+    expect_index_fail("{\"weight_map\":\x01{\"a\": \"s\"}}", "m.safetensors.index.json: "
+                      "malformed JSON at line 1, column 15: a raw control character (byte "
+                      "0x01) outside a string (expected JSON white space)");
 }
 
 int main(void)
