@@ -1,6 +1,6 @@
 /*
  * vmath.c - array versions of the vmath.h functions, for benchmarks and
- * tests: one loop each, built as an AVX2 copy and a baseline copy
+ * tests: one loop each, built as AVX-512, AVX2 and baseline copies
  * (NC_VMATH_CLONES) so that a benchmark measures what the hot passes get.
  */
 #include "core/vmath.h"
