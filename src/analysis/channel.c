@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "core/par.h"
+#include "core/v4.h"
 #include "core/vmath.h"
 
 /* Newton passes for the per-channel DyT fit. */
@@ -52,80 +53,135 @@ typedef struct chan_ctx {
     size_t used[NC_SHARDS]; /* tokens with an output */
 } chan_ctx;
 
-/* Channels per tile: the tile's eleven accumulator rows (5.6 KB) stay in
- * L1 while every token of a block goes through them; a whole-row sweep per
- * token instead streamed all eleven [d] rows through L2 for each token,
- * and that traffic, not the arithmetic, set the pass's speed. */
+/* The pass is bound by its accumulators, not by the tanh: a sweep that
+ * adds each point into eleven [d] rows in memory loads and stores eleven
+ * doubles per point. So the block is cut into groups of up to
+ * CHANNEL_GROUP tokens and tiles of CHANNEL_TILE channels: T = tanh(alpha
+ * x) of a group's tile goes to a small buffer (the vectorised tanh), then
+ * each run of four channels keeps its sums in registers while the group's
+ * tokens go through it (chan_quad). Per channel the tokens are still added
+ * in their order, so the sums have the bits of the plain sweep. */
 #define CHANNEL_TILE 64
+#define CHANNEL_GROUP 16
 
-/* For channels [0, n) of one token (x, its centre c and 1/scale inv), with
- * T = tanh(alpha x), T1 = dT/dalpha = x (1 - T^2), T2 = d2T/dalpha2 =
- * -2 x T T1 and y = (x - c) inv: the nine sums of T, T^2, yT and their
- * first and second alpha-derivatives. restrict parameters (not locals) are
- * what lets GCC vectorise one loop with nine outputs. */
-NC_VM_INLINE void chan_tile(size_t n, const double *restrict x, double c, double inv,
-                            double alpha, double *restrict sT, double *restrict sTT,
-                            double *restrict sYT, double *restrict sT1, double *restrict sTT1,
-                            double *restrict sYT1, double *restrict sT2, double *restrict sTT2,
-                            double *restrict sYT2)
+/* The nine sums of chan_quad in registers, for four channels. */
+typedef struct quad {
+    v4d T, TT, YT, T1, TT1, YT1, T2, TT2, YT2;
+} quad;
+
+/* For channels [i, i + 4) of the m tokens listed in k[] (rows of the
+ * block), with T from the tile buffer Tb (row j of it for token k[j]),
+ * T1 = dT/dalpha = x (1 - T^2), T2 = d2T/dalpha2 = -2 x T T1 and y = (x -
+ * c_t) inv_t: adds T, T^2, yT and their first and second alpha-derivatives
+ * to the sums in A (rows CH_*, each [d]), and y and y^2 when with_y. */
+NC_VM_INLINE void chan_quad(double *A, size_t d, size_t i, const double *rows, const size_t *k,
+                            const double *c, const double *inv, size_t m, const double *Tb,
+                            size_t tb, bool with_y)
 {
-    for (size_t i = 0; i < n; i++) {
-        double y = (x[i] - c) * inv;
-        double T = nc_tanh(alpha * x[i]);
-        double T1 = x[i] * (1.0 - T * T);
-        double T2 = -2.0 * x[i] * T * T1;
-        sT[i] += T;
-        sTT[i] += T * T;
-        sYT[i] += y * T;
-        sT1[i] += T1;
-        sTT1[i] += T * T1;
-        sYT1[i] += y * T1;
-        sT2[i] += T2;
-        sTT2[i] += T1 * T1 + T * T2;
-        sYT2[i] += y * T2;
+    const v4d one = {1, 1, 1, 1}, mtwo = {-2, -2, -2, -2};
+    quad q = {V4(A + CH_T * d + i),   V4(A + CH_TT * d + i),  V4(A + CH_YT * d + i),
+              V4(A + CH_T1 * d + i),  V4(A + CH_TT1 * d + i), V4(A + CH_YT1 * d + i),
+              V4(A + CH_T2 * d + i),  V4(A + CH_TT2 * d + i), V4(A + CH_YT2 * d + i)};
+    v4d sy = V4(A + CH_Y * d + i), syy = V4(A + CH_YY * d + i);
+    for (size_t j = 0; j < m; j++) {
+        v4d x = V4(rows + k[j] * d + i), T = V4(Tb + j * tb);
+        v4d y = (x - c[j]) * inv[j];
+        v4d T1 = x * (one - T * T);
+        v4d T2 = mtwo * x * T * T1;
+        q.T += T;
+        q.TT += T * T;
+        q.YT += y * T;
+        q.T1 += T1;
+        q.TT1 += T * T1;
+        q.YT1 += y * T1;
+        q.T2 += T2;
+        q.TT2 += T1 * T1 + T * T2;
+        q.YT2 += y * T2;
+        if (with_y) {
+            sy += y;
+            syy += y * y;
+        }
+    }
+    V4(A + CH_T * d + i) = q.T;
+    V4(A + CH_TT * d + i) = q.TT;
+    V4(A + CH_YT * d + i) = q.YT;
+    V4(A + CH_T1 * d + i) = q.T1;
+    V4(A + CH_TT1 * d + i) = q.TT1;
+    V4(A + CH_YT1 * d + i) = q.YT1;
+    V4(A + CH_T2 * d + i) = q.T2;
+    V4(A + CH_TT2 * d + i) = q.TT2;
+    V4(A + CH_YT2 * d + i) = q.YT2;
+    if (with_y) {
+        V4(A + CH_Y * d + i) = sy;
+        V4(A + CH_YY * d + i) = syy;
     }
 }
 
-/* sum y and sum y^2 for channels [0, n) of one token */
-NC_VM_INLINE void chan_tile_y(size_t n, const double *restrict x, double c, double inv,
-                              double *restrict sy, double *restrict syy)
+/* chan_quad for one channel i (the tile's last d mod 4 channels). */
+NC_VM_INLINE void chan_one(double *A, size_t d, size_t i, const double *rows, const size_t *k,
+                           const double *c, const double *inv, size_t m, const double *Tb,
+                           size_t tb, bool with_y)
 {
-    for (size_t i = 0; i < n; i++) {
-        double y = (x[i] - c) * inv;
-        sy[i] += y;
-        syy[i] += y * y;
+    for (size_t j = 0; j < m; j++) {
+        double x = rows[k[j] * d + i], T = Tb[j * tb];
+        double y = (x - c[j]) * inv[j];
+        double T1 = x * (1.0 - T * T);
+        double T2 = -2.0 * x * T * T1;
+        A[CH_T * d + i] += T;
+        A[CH_TT * d + i] += T * T;
+        A[CH_YT * d + i] += y * T;
+        A[CH_T1 * d + i] += T1;
+        A[CH_TT1 * d + i] += T * T1;
+        A[CH_YT1 * d + i] += y * T1;
+        A[CH_T2 * d + i] += T2;
+        A[CH_TT2 * d + i] += T1 * T1 + T * T2;
+        A[CH_YT2 * d + i] += y * T2;
+        if (with_y) {
+            A[CH_Y * d + i] += y;
+            A[CH_YY * d + i] += y * y;
+        }
     }
 }
 
 /* Per channel, the sums over tokens of T, T^2, yT and of their first and
- * second derivatives in alpha (chan_tile), and, on the first pass, of y
- * and y^2: tile by tile of channels, each tile over all tokens of the
- * block. The order of additions per channel is the tokens' order, as
- * before tiling. */
+ * second derivatives in alpha and, on the first pass, of y and y^2: group
+ * by group of the block's usable tokens, tile by tile of channels.
+ * scratch: the tile buffer, [CHANNEL_GROUP * CHANNEL_TILE]. */
 NC_VMATH_CLONES static void chan_block(void *vctx, int shard, size_t t0, size_t nt,
                                        const double *rows, void *scratch)
 {
-    (void)scratch;
     chan_ctx *ctx = vctx;
     run *r = ctx->r;
     const size_t d = r->d;
-    double *A = ctx->acc[shard];
-    for (size_t k = 0; k < nt; k++)
-        ctx->used[shard] += r->status[t0 + k] == NC_TOKEN_OK;
-    for (size_t i0 = 0; i0 < d; i0 += CHANNEL_TILE) {
-        size_t n = d - i0 < CHANNEL_TILE ? d - i0 : CHANNEL_TILE;
-        for (size_t k = 0; k < nt; k++) {
-            size_t t = t0 + k;
+    const double alpha = ctx->alpha;
+    double *A = ctx->acc[shard], *Tb = scratch;
+    size_t k[CHANNEL_GROUP];
+    double c[CHANNEL_GROUP], inv[CHANNEL_GROUP];
+    for (size_t k0 = 0; k0 < nt;) {
+        size_t m = 0; /* the next group: up to CHANNEL_GROUP usable tokens */
+        for (; k0 < nt && m < CHANNEL_GROUP; k0++) {
+            size_t t = t0 + k0;
             if (r->status[t] != NC_TOKEN_OK)
                 continue;
-            const double *x = rows + k * d + i0;
-            chan_tile(n, x, r->centre[t], r->inv[t], ctx->alpha, A + CH_T * d + i0,
-                      A + CH_TT * d + i0, A + CH_YT * d + i0, A + CH_T1 * d + i0,
-                      A + CH_TT1 * d + i0, A + CH_YT1 * d + i0, A + CH_T2 * d + i0,
-                      A + CH_TT2 * d + i0, A + CH_YT2 * d + i0);
-            if (ctx->with_y)
-                chan_tile_y(n, x, r->centre[t], r->inv[t], A + CH_Y * d + i0,
-                            A + CH_YY * d + i0);
+            k[m] = k0;
+            c[m] = r->centre[t];
+            inv[m] = r->inv[t];
+            m++;
+        }
+        ctx->used[shard] += m;
+        for (size_t i0 = 0; i0 < d; i0 += CHANNEL_TILE) {
+            size_t n = d - i0 < CHANNEL_TILE ? d - i0 : CHANNEL_TILE;
+            for (size_t j = 0; j < m; j++) {
+                const double *x = rows + k[j] * d + i0;
+                double *T = Tb + j * CHANNEL_TILE;
+                for (size_t i = 0; i < n; i++)
+                    T[i] = nc_tanh(alpha * x[i]);
+            }
+            size_t i = 0;
+            for (; i + 4 <= n; i += 4)
+                chan_quad(A, d, i0 + i, rows, k, c, inv, m, Tb + i, CHANNEL_TILE, ctx->with_y);
+            for (; i < n; i++)
+                chan_one(A, d, i0 + i, rows, k, c, inv, m, Tb + i, CHANNEL_TILE, ctx->with_y);
         }
     }
 }
@@ -204,7 +260,7 @@ static int newton_channel(run *r, double *mem, double *scratch, double tol, doub
         memset(ctx.used, 0, sizeof ctx.used);
         nc_progress_begin(r->spec->progress, r->spec->name, "per-channel",
                           (uint64_t)(r->nt * d));
-        r->pass.scratch_bytes = 0;
+        r->pass.scratch_bytes = CHANNEL_GROUP * CHANNEL_TILE * sizeof(double);
         int rc = nc_pass_run(&r->pass, chan_block, &ctx, err);
         if (rc)
             return rc;

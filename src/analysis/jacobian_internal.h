@@ -10,7 +10,7 @@
  *
  * The sweeps are NC_VM_INLINE, and must stay so: a call from a
  * NC_VMATH_CLONES function (jac_block, compare_columns) would leave its
- * AVX2 clone for the baseline copy. That is why they live in a header and
+ * vector clones for the baseline copy. That is why they live in a header and
  * not in a .c file of their own.
  *
  * Left out: everything a caller outside the module may use (jacobian.h).
@@ -22,66 +22,16 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "analysis/jac_forms.h"
 #include "analysis/jacobian.h"
 #include "core/sum.h"
+#include "core/v4.h"
 #include "core/vmath.h"
 #include "util/clock.h"
 
-/* ============================================================ vectors */
-
-/* The hot sweeps (token_state, errors_of, sq_err, jacobian.c's sq_diff_max
- * and those of the dense check) are written with explicit four-double
- * vectors (GCC and clang's vector extension; the baseline clone does each
- * as two SSE2 operations) instead of NC_LANES lane loops: GCC 12 compiles
- * the lane loops as a two-trip inner loop with the partial sums on the
- * stack, a store-to-load chain through every step, and with an unroll
- * pragma it transposes the data instead (3 to 5 times the instructions
- * either way). Lanes 0-3 are one vector and 4-7 another, element i goes to
- * lane i mod NC_LANES and the lanes are added as nc_lanes_total does: the
- * same bits as the scalar form. */
-
-/* Four doubles in one value, two of which hold the NC_LANES = 8 lanes; V4
- * reads or writes four consecutive doubles at p as one (aligned to a
- * double only, and allowed to alias them). No function takes or returns a
- * v4d: that would change the ABI between the AVX2 and baseline clones. */
-typedef double v4d __attribute__((vector_size(4 * sizeof(double))));
-typedef int64_t v4i __attribute__((vector_size(4 * sizeof(int64_t)))); /* masks */
-typedef double v4d_mem __attribute__((vector_size(4 * sizeof(double)), aligned(sizeof(double)),
-                                      may_alias));
-#define V4(p) (*(v4d_mem *)(p))
-typedef float v4f_mem __attribute__((vector_size(4 * sizeof(float)), aligned(sizeof(float)),
-                                     may_alias));
-#define V4F(p) (*(const v4f_mem *)(p)) /* four floats, read only */
+/* The hot sweeps are written with the four-double vectors of core/v4.h. */
 
 /* ========================================================== one token */
-
-/* J_ii = inv (a - y_i^2 / d), a = 1 - 1/d for LayerNorm (the 1 1^T/d
- * term), 1 for RMSNorm */
-NC_VM_INLINE double diag_a(nc_norm_kind norm, size_t d)
-{
-    return norm == NC_LAYERNORM ? 1.0 - 1.0 / (double)d : 1.0;
-}
-
-/* ||J||_F^2 from syy = sum y^2 and sy = sum y (jacobian.h) */
-static inline double frob2_from(nc_norm_kind norm, double syy, double sy, double inv, size_t d)
-{
-    const double dd = (double)d, q = syy / dd;
-    if (norm == NC_RMSNORM)
-        return inv * inv * ((dd - 2.0 * q) + q * q);
-    const double m = sy / dd;
-    return inv * inv * (((dd - 1.0) - 2.0 * q) + q * q + 2.0 * m * m);
-}
-
-/* off_t = sum_{i != j} J_ij^2 from syy = sum y^2, sy = sum y and s4 = sum
- * y^4 (jacobian.h) */
-static inline double offdiag2_from(nc_norm_kind norm, double syy, double sy, double s4,
-                                   double inv, size_t d)
-{
-    const double dd = (double)d, c = inv * inv / (dd * dd);
-    if (norm == NC_RMSNORM)
-        return c * (syy * syy - s4);
-    return c * ((dd * (dd - 1.0) + 2.0 * (sy * sy - syy)) + (syy * syy - s4));
-}
 
 /* Per token: y = (x - c) inv and jd = diag(J) (jacobian.h), and the sums
  * sums[0..5) = sum y^2, sum y, sum jd^2, sum (jd y)^2, sum y^4, in one
