@@ -10,6 +10,11 @@
  * per-token values go to arrays indexed by t and are summarised serially,
  * so nothing depends on the thread count (core/par.h).
  *
+ * The pass: in a run, the verify pass of the layer analysis has gathered
+ * the probe expectations already (layer.h nc_layer_jac, from the same
+ * evaluation of each fit's f and f'); then this pass runs only for real
+ * gradients, and otherwise the summaries read the layer's sums.
+ *
  * Where the time goes (the streaming pass, per token): one sweep for y,
  * diag(J) and their sums (token_state), then per surrogate its f' row (the
  * table's vectorised deriv functions) and one sweep for its squared
@@ -17,7 +22,7 @@
  * probes: their expectations are exact (jacobian.h). Every loop over i
  * keeps NC_LANES partial sums (core/sum.h), so it vectorises without
  * reordering anything, and the helpers are NC_VM_INLINE so that they are
- * compiled into jac_block's AVX2 clone (NC_VMATH_CLONES). Scratch is per
+ * compiled into jac_block's vector clones (NC_VMATH_CLONES). Scratch is per
  * thread, (4 + surrogates) d doubles, allocated once per pass.
  *
  * Left out: the dense check (jacobian_dense.c); the summaries, standard
@@ -43,7 +48,7 @@
 /* Sums over i < n in NC_LANES lanes (lane i mod NC_LANES, core/sum.h): the
  * fixed-width body vectorises without reassociation, so the bits are the
  * same with SSE2, AVX2 or no vectors at all. NC_VM_INLINE: a call would
- * leave the AVX2 clone of the caller for the baseline copy. dot and total,
+ * leave the vector clones of the caller for the baseline copy. dot and total,
  * used once per token or less, keep this plain form; the hot sweeps use
  * the four-double vectors of jacobian_internal.h. */
 
@@ -151,17 +156,19 @@ typedef struct jac_acc {
     size_t used, real_zero, real_nonfinite;
 } jac_acc;
 
-/* Per-token arrays are indexed by the token's position t in res->tok. */
+/* Per-token arrays are indexed by the token's position t in res->tok. The
+ * probe expectations go to own (the same block the verify pass fills when
+ * it gathers them, layer.h nc_layer_jac); J is what the summaries read:
+ * own, or the layer's when the pass was not needed. */
 typedef struct jac_ctx {
     const nc_layer_result *res;
     const nc_tensor *grad;
     const double *weight;
     size_t d;
-    int ns;                      /* surrogates compared */
-    int sid[NC_FIT_COUNT];       /* their ids */
-    double *frob;                /* [nt] ||J||_F^2: E||J g||^2 over probes */
-    double *off;                 /* [nt] off_t: E||(diag(J) - J) g||^2 */
-    double *num[NC_FIT_COUNT];   /* [nt] per surrogate slot: E||(diag(f') - J) g||^2 */
+    int ns;                      /* surrogates compared (own.ns) */
+    const int *sid;              /* their ids (own.sid) */
+    nc_layer_jac own;            /* per token: frob, off, num per surrogate */
+    const nc_layer_jac *J;
     double *rv2;                 /* [nt] real gradient: ||J^T g||^2 */
     double *rnum[1 + NC_FIT_COUNT]; /* [nt] real: ||D g - J^T g||^2, diag(J) then slots */
     unsigned char *real_ok;      /* [nt] token has a usable real gradient */
@@ -237,8 +244,8 @@ static void jac_block(void *vctx, int shard, size_t t0, size_t nt, const double 
         nc_sum_add(&a->rad_den, inv * inv * sums[0]);
         nc_sum_add(&a->ones_den, (double)d * inv * inv);
         a->used++;
-        ctx->frob[t] = frob;
-        ctx->off[t] = off;
+        ctx->own.frob[t] = frob;
+        ctx->own.off[t] = off;
 
         /* surrogate derivatives against the exact diagonal: ||diag(f') -
          * J||_F^2 = sum_i (f'_i - J_ii)^2 + off_t */
@@ -248,7 +255,7 @@ static void jac_block(void *vctx, int shard, size_t t0, size_t nt, const double 
             nc_surrogate_get((nc_fit_id)id)->deriv(&res->fits[id].params, 0, x, d, f);
             const double e = sq_diff_max(jd, f, d, &a->maxe[id]);
             nc_sum_add(&a->sse[id], e);
-            ctx->num[j][t] = e + off;
+            ctx->own.num[j][t] = e + off;
         }
         if (ctx->grad)
             real_token(ctx, a, t, tk->index ? tk->index[t] : t, y, jd, fp, inv, g, v);
@@ -389,32 +396,37 @@ static int check_inputs(const nc_layer_result *res, const nc_tensor *x, const nc
 }
 
 /* The per-token arrays of ctx in one block mem (freed by the caller):
- * frob, off, num per surrogate and, with real gradients, rv2 and rnum. */
-static int ctx_arrays(jac_ctx *ctx, size_t nt, double **mem, nc_err *err)
+ * frob, off, num per surrogate (only when the pass runs) and, with real
+ * gradients, rv2 and rnum. */
+static int ctx_arrays(jac_ctx *ctx, size_t nt, bool pass, double **mem, nc_err *err)
 {
     const int ns = ctx->ns;
     const size_t n = nt ? nt : 1;
-    size_t per = 2 + (size_t)ns + (ctx->grad ? 2 + (size_t)ns : 0);
-    *mem = malloc(n * per * sizeof **mem);
+    size_t per = (pass ? 2 + (size_t)ns : 0) + (ctx->grad ? 2 + (size_t)ns : 0);
+    *mem = malloc(n * (per ? per : 1) * sizeof **mem);
     ctx->real_ok = calloc(n, 1);
     if (!*mem || !ctx->real_ok)
         return nc_err_set(err, NC_ENOMEM, "%s: out of memory for the Jacobian pass",
                           ctx->res->name);
     double *next = *mem;
-    ctx->frob = next;
-    ctx->off = (next += n);
-    for (int j = 0; j < ns; j++)
-        ctx->num[j] = (next += n);
+    if (pass) {
+        ctx->own.frob = next;
+        ctx->own.off = (next += n);
+        for (int j = 0; j < ns; j++)
+            ctx->own.num[j] = (next += n);
+        next += n;
+    }
     if (ctx->grad) {
-        ctx->rv2 = (next += n);
+        ctx->rv2 = next;
         for (int j = 0; j <= ns; j++)
             ctx->rnum[j] = (next += n);
     }
     return 0;
 }
 
-/* Shard 1..NC_SHARDS-1 merged into shard 0, in order; returns shard 0. */
-static jac_acc *merge_shards(jac_ctx *ctx)
+/* Shards 1..NC_SHARDS-1 merged into shard 0, in order; the pooled sums
+ * into ctx->own. */
+static void merge_shards(jac_ctx *ctx)
 {
     jac_acc *A = &ctx->acc[0];
     for (int s = 1; s < NC_SHARDS; s++) {
@@ -434,14 +446,27 @@ static jac_acc *merge_shards(jac_ctx *ctx)
         A->real_zero += a->real_zero;
         A->real_nonfinite += a->real_nonfinite;
     }
-    return A;
+    nc_layer_jac *J = &ctx->own;
+    J->diag2 = nc_sum_get(&A->diag2);
+    J->frob2 = nc_sum_get(&A->frob2);
+    J->off2 = nc_sum_get(&A->off2);
+    J->rad_num = nc_sum_get(&A->rad_num);
+    J->rad_den = nc_sum_get(&A->rad_den);
+    J->ones_den = nc_sum_get(&A->ones_den);
+    for (int j = 0; j < NC_FIT_COUNT; j++) {
+        J->sse[j] = nc_sum_get(&A->sse[j]);
+        J->maxe[j] = A->maxe[j];
+    }
+    J->used = A->used;
+    J->done = true;
 }
 
-/* The pooled numbers, the summaries over tokens and the rankings into out
- * (A: the merged accumulators; A->used > 0). */
-static int summarise(const jac_ctx *ctx, const jac_acc *A, nc_jac_result *out, nc_err *err)
+/* The pooled numbers, the summaries over tokens and the rankings into out,
+ * from ctx->J (J->used > 0) and the real-gradient arrays. */
+static int summarise(const jac_ctx *ctx, nc_jac_result *out, nc_err *err)
 {
     const nc_layer_result *res = ctx->res;
+    const nc_layer_jac *J = ctx->J;
     const size_t nt = res->tok.nt, d = ctx->d;
     const int ns = ctx->ns;
     size_t *idx = malloc(2 * (nt ? nt : 1) * sizeof *idx);
@@ -459,28 +484,28 @@ static int summarise(const jac_ctx *ctx, const jac_acc *A, nc_jac_result *out, n
         idx[n++] = t;
         if (ctx->real_ok[t])
             ridx[nr++] = t;
-        out->token_backprop[t] = ctx->frob[t] > 0 ? sqrt(ctx->off[t] / ctx->frob[t])
-                                                  : (ctx->off[t] > 0 ? INFINITY : 0.0);
+        out->token_backprop[t] = J->frob[t] > 0 ? sqrt(J->off[t] / J->frob[t])
+                                                : (J->off[t] > 0 ? INFINITY : 0.0);
     }
-    const double frob = nc_sum_get(&A->frob2), diag2 = nc_sum_get(&A->diag2);
+    const double frob = J->frob2, diag2 = J->diag2;
     out->diag_frobenius_share = diag2 / frob;
-    out->offdiag_frobenius_share = sqrt(nc_sum_get(&A->off2) / frob);
-    out->radial_retention = sqrt(nc_sum_get(&A->rad_num) / nc_sum_get(&A->rad_den));
+    out->offdiag_frobenius_share = sqrt(J->off2 / frob);
+    out->radial_retention = sqrt(J->rad_num / J->rad_den);
     if (res->norm == NC_LAYERNORM)
-        out->ones_retention = sqrt(diag2 / nc_sum_get(&A->ones_den));
-    out->backprop = nc_jac_summarize(ctx->off, ctx->frob, idx, n, true, work);
+        out->ones_retention = sqrt(diag2 / J->ones_den);
+    out->backprop = nc_jac_summarize(J->off, J->frob, idx, n, true, work);
     if (ctx->grad)
         out->backprop_real = nc_jac_summarize(ctx->rnum[0], ctx->rv2, ridx, nr, false, work);
-    const double npts = (double)A->used * (double)d, jd_rms = sqrt(diag2 / npts);
+    const double npts = (double)J->used * (double)d, jd_rms = sqrt(diag2 / npts);
     const nc_jac_summary *S[NC_FIT_COUNT], *SR[NC_FIT_COUNT];
     for (int j = 0; j < ns; j++) {
         nc_jac_surrogate *s = &out->surr[ctx->sid[j]];
         s->ok = true;
-        s->diag_rmse = sqrt(nc_sum_get(&A->sse[ctx->sid[j]]) / npts);
-        s->diag_max_err = A->maxe[ctx->sid[j]];
+        s->diag_rmse = sqrt(J->sse[ctx->sid[j]] / npts);
+        s->diag_max_err = J->maxe[ctx->sid[j]];
         s->diag_rmse_rel = s->diag_rmse / jd_rms;
         s->diag_max_err_rel = s->diag_max_err / jd_rms;
-        s->backprop = nc_jac_summarize(ctx->num[j], ctx->frob, idx, n, true, work);
+        s->backprop = nc_jac_summarize(J->num[j], J->frob, idx, n, true, work);
         S[j] = &s->backprop;
         if (ctx->grad)
             s->backprop_real =
@@ -488,7 +513,7 @@ static int summarise(const jac_ctx *ctx, const jac_acc *A, nc_jac_result *out, n
         SR[j] = &s->backprop_real;
     }
     out->nranked = ns;
-    nc_jac_rank_surrogates(S, (const double *const *)ctx->num, ctx->frob, idx, n, ctx->sid, ns,
+    nc_jac_rank_surrogates(S, (const double *const *)J->num, J->frob, idx, n, ctx->sid, ns,
                            out->rank);
     if (ctx->grad)
         nc_jac_rank_surrogates(SR, (const double *const *)(ctx->rnum + 1), ctx->rv2, ridx, nr,
@@ -557,36 +582,47 @@ int nc_jacobian_run(const nc_layer_result *res, const nc_tensor *x, const nc_ten
     ctx->grad = grad;
     ctx->weight = weight;
     ctx->d = d;
-    for (int j = 0; j < NC_FIT_COUNT; j++) /* every fit the layer has */
-        if (res->fits[j].ok)
-            ctx->sid[ctx->ns++] = j;
-    if ((rc = ctx_arrays(ctx, nt, &mem, err)))
+    /* the verify pass gathered the probe expectations already (layer.h
+     * nc_layer_jac): a pass is needed only for real gradients */
+    const bool pass = grad || !res->jac.done;
+    if (pass) {
+        for (int j = 0; j < NC_FIT_COUNT; j++) /* every fit the layer has */
+            if (res->fits[j].ok)
+                ctx->own.sid[ctx->own.ns++] = j;
+        ctx->J = &ctx->own;
+    } else {
+        ctx->J = &res->jac;
+    }
+    ctx->ns = ctx->J->ns;
+    ctx->sid = ctx->J->sid;
+    if ((rc = ctx_arrays(ctx, nt, pass, &mem, err)))
         goto out;
 
     /* ---- the streaming pass ---- */
     double t0 = nc_now_s();
-    if (d > 0 && nt > 0) {
-        nc_pass pass = nc_layer_pass(res, x, threads, progress);
-        pass.scratch_bytes = scratch_doubles(d, ctx->ns) * sizeof(double);
+    if (pass && d > 0 && nt > 0) {
+        nc_pass p = nc_layer_pass(res, x, threads, progress);
+        p.scratch_bytes = scratch_doubles(d, ctx->ns) * sizeof(double);
         nc_progress_begin(progress, res->name, "jacobian", (uint64_t)(nt * d));
-        rc = nc_pass_run(&pass, jac_block, ctx, err);
+        rc = nc_pass_run(&p, jac_block, ctx, err);
         nc_progress_end(progress);
         if (rc)
             goto out;
     }
+    if (pass)
+        merge_shards(ctx);
     out->time_analytic_s = nc_now_s() - t0;
 
     t0 = nc_now_s();
-    jac_acc *A = merge_shards(ctx);
-    out->tokens = A->used;
-    out->real_zero_tokens = A->real_zero;
-    out->real_nonfinite_tokens = A->real_nonfinite;
-    if (A->used > 0 && (rc = summarise(ctx, A, out, err)))
+    out->tokens = ctx->J->used;
+    out->real_zero_tokens = ctx->acc[0].real_zero;
+    out->real_nonfinite_tokens = ctx->acc[0].real_nonfinite;
+    if (ctx->J->used > 0 && (rc = summarise(ctx, out, err)))
         goto out;
     out->time_stats_s = nc_now_s() - t0;
 
     t0 = nc_now_s();
-    if ((rc = dense_step(res, x, grad, weight, o, A->used, out, err)))
+    if ((rc = dense_step(res, x, grad, weight, o, ctx->J->used, out, err)))
         goto out;
     out->time_dense_s = nc_now_s() - t0;
 

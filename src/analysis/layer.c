@@ -768,5 +768,6 @@ void nc_layer_result_free(nc_layer_result *res)
     free((double *)res->fits[NC_FIT_DYT_PER_CHANNEL].params.pc);
     free(res->data.x);
     free(res->data_bins);
+    free(res->jac.frob);
     memset(res, 0, sizeof *res);
 }

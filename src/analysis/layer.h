@@ -15,7 +15,9 @@
  *            theory curves, the affine baseline (fit.h); no data pass
  *   channel  exact Newton passes for DyT with per-channel gamma_i, beta_i
  *   verify   exact SSE, R^2, max and mean absolute error of every fit at its
- *            parameters, DyT saturation fractions
+ *            parameters, DyT saturation fractions; when asked, the Jacobian
+ *            diagonal against every fit's derivative (nc_layer_jac), from
+ *            the same evaluation of each fit
  *
  * Memory is O(N + bins * shards + d * shards), never O(N * d) (except the
  * raw points of a layer small enough to fit exactly, bounded by
@@ -58,6 +60,8 @@ typedef struct nc_layer_spec {
     size_t max_bins;           /* 0: NC_DEFAULT_BINS */
     size_t max_exact_points;   /* 0: NC_DEFAULT_MAX_EXACT */
     int threads;               /* 0: online CPUs */
+    bool jacobian;             /* the verify pass also gathers the Jacobian
+                                * diagonal's per-token sums (nc_layer_jac) */
     nc_progress *progress;     /* optional */
 } nc_layer_spec;
 
@@ -133,6 +137,27 @@ typedef struct nc_theory_token {
     double sse, rmse, r2, max_abs_err, mean_abs_err;
 } nc_theory_token;
 
+/* The exact Jacobian diagonal against every fit's derivative (jacobian.h),
+ * gathered by the verify pass when the spec asks for it, so that the
+ * Jacobian comparison needs no pass of its own (it still makes one for real
+ * gradients). The fits compared are those ok after the fits, in id order:
+ * sid[0 .. ns). Per token t (a position in tok; NaN for tokens not used):
+ * frob[t] = ||J_t||_F^2, off[t] = sum_{i != j} J_ij^2 and num[k][t] =
+ * ||diag(f'_sid[k]) - J_t||_F^2 = sum_i (f'(x_i) - J_ii)^2 + off[t]. Pooled
+ * over the used tokens (compensated sums): diag2 = sum J_ii^2, frob2 = sum
+ * ||J_t||_F^2, off2 = sum off_t, rad_num = sum ||diag(J_t) y_t||^2, rad_den
+ * = sum inv_t^2 ||y_t||^2, ones_den = sum d inv_t^2; by fit id, sse[id] =
+ * sum (J_ii - f'(x_i))^2 and maxe[id] its largest |term| (NaN shows). */
+typedef struct nc_layer_jac {
+    bool done;
+    int ns;
+    int sid[NC_FIT_COUNT];
+    double *frob, *off, *num[NC_FIT_COUNT]; /* [nt] each; one block, owned at frob */
+    double diag2, frob2, off2, rad_num, rad_den, ones_den;
+    double sse[NC_FIT_COUNT], maxe[NC_FIT_COUNT];
+    size_t used;
+} nc_layer_jac;
+
 typedef struct nc_layer_result {
     char *name;                /* owned */
     nc_layer_tokens tok;       /* owned */
@@ -154,6 +179,7 @@ typedef struct nc_layer_result {
     nc_fit_data data;          /* owned: the fit points, for sweeps */
     double *data_bins;         /* owned: the bins, when data holds the raw points */
     double saturation[3];      /* DyT: share of points with |alpha x| > 1, 2, 3 */
+    nc_layer_jac jac;          /* owned: when the spec asked for it (jac.done) */
     int passes;                /* streaming passes over the input */
     double time_stats_s, time_bins_s, time_fits_s, time_channel_s, time_verify_s;
 } nc_layer_result;

@@ -62,8 +62,9 @@ int nc_layer_fit_channel(run *r, double alpha0, nc_fit_result *fr, int *passes, 
 
 /* layer_verify.c: the verify pass over r's tokens: exact SSE, RMSE, R^2,
  * max and mean absolute error of every fit in res->fits that is ok, at its
- * parameters; res->y_sst; DyT's saturation shares (NaN without DyT); adds
- * one to res->passes. Needs res->points > 0 and res->y_mean. Errors:
+ * parameters; res->y_sst; DyT's saturation shares (NaN without DyT); with
+ * r->spec->jacobian, the Jacobian diagonal's sums into res->jac (layer.h);
+ * adds one to res->passes. Needs res->points > 0 and res->y_mean. Errors:
  * NC_ENOMEM and those of nc_pass_run. */
 int nc_layer_verify(run *r, nc_layer_result *res, nc_err *err);
 

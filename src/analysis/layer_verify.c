@@ -4,82 +4,281 @@
  * over the visited tokens recomputes y = (x - c_t) * inv_t and sums, per
  * fit, the squared and absolute errors and their maximum, exactly (no
  * bins), the same for the theory curves with each token's own scale, and
- * DyT's saturation shares |alpha x| > 1, 2, 3.
+ * DyT's saturation shares |alpha x| > 1, 2, 3. When the spec asks for the
+ * Jacobian (nc_layer_jac), the same pass evaluates each fit's f and f'
+ * together (one tanh, erf or square root for both: surrogate.h "both") and
+ * gathers the exact diagonal J_ii = inv (a - y_i^2/d) against every f'
+ * and the closed forms of ||J||_F^2 and the off-diagonal energy per token
+ * (jac_forms.h), so the Jacobian comparison needs no pass of its own.
+ *
+ * A token is taken a chunk of VCHUNK channels at a time, so that its rows
+ * of y, f, f', u and J_ii stay in L1 while every fit goes over them. The
+ * partial sums are per lane (core/sum.h, element i in lane i mod NC_LANES)
+ * and kept across the token's chunks, so they have the bits of one sweep
+ * over the whole row; each token's totals then go into compensated sums.
  *
  * Legend as in layer.c. Every accumulator is per shard and merged in shard
  * order, so results do not depend on the thread count.
  *
- * Left out: the fits themselves (layer_fits.c, channel.c).
+ * Left out: the fits themselves (layer_fits.c, channel.c); what the
+ * Jacobian comparison makes of its sums (jacobian.c).
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "analysis/jac_forms.h"
 #include "analysis/layer_internal.h"
 #include "core/sum.h"
+#include "core/v4.h"
 #include "core/vmath.h"
 
 /* Error sums: one slot per fit, then the two per-token theory curves. */
 #define NSLOT (NC_FIT_COUNT + 2)
 #define SLOT_TOK NC_FIT_COUNT
 
+/* Channels per chunk: a multiple of NC_LANES (so lanes continue across
+ * chunks); five rows of it take 20 KB. */
+#define VCHUNK 512
+
 typedef struct verify_acc {
     nc_sum sse[NSLOT], sabs[NSLOT];
     double maxe[NSLOT];
     nc_sum sst;
     size_t sat[3];
+    /* the Jacobian diagonal (nc_layer_jac), by fit id */
+    nc_sum diag2, frob2, off2, rad_num, rad_den, ones_den;
+    nc_sum jsse[NC_FIT_COUNT];
+    double jmaxe[NC_FIT_COUNT];
+    size_t used;
 } verify_acc;
 
 typedef struct verify_ctx {
     run *r;
     const nc_fit_result *fits;
-    double ymean, alpha; /* alpha: DyT's, for the saturation shares (0: none) */
-    bool tok[2];         /* the per-token theory curves to evaluate */
+    int nfit, fid[NC_FIT_COUNT]; /* the fits that are ok, in id order */
+    double ymean, alpha;         /* alpha: DyT's, for the saturation shares (0: none) */
+    bool tok[2];                 /* the per-token theory curves to evaluate */
+    nc_layer_jac *jac;           /* NULL: no Jacobian sums */
     verify_acc acc[NC_SHARDS];
 } verify_ctx;
 
-/* Adds |y - f| over d points to slot j of a. */
-static inline void add_errors(verify_acc *a, int j, const double *y, const double *f, size_t d)
+/* One token's partial sums, per lane, kept across its chunks. */
+typedef struct token_lanes {
+    double sst[NC_LANES];
+    double sse[NSLOT][NC_LANES], sabs[NSLOT][NC_LANES], m[NSLOT][NC_LANES];
+    double js[NC_FIT_COUNT][NC_LANES], jm[NC_FIT_COUNT][NC_LANES]; /* by fit slot k */
+    double st[5][NC_LANES]; /* sum y^2, y, J_ii^2, (J_ii y)^2, y^4 */
+} token_lanes;
+
+/* Per-thread scratch: a chunk's rows and the token's lanes. */
+typedef struct verify_scratch {
+    double y[VCHUNK], f[VCHUNK], fp[VCHUNK], u[VCHUNK], jd[VCHUNK];
+    token_lanes L;
+} verify_scratch;
+
+/* mask ? b : c per lane (a macro: no function may return a v4d, v4.h) */
+#define PICK(mask, b, c) ((v4d)(((v4i)(b) & (mask)) | ((v4i)(c) & ~(mask))))
+
+/* Lanes sse += e^2, sabs += e, m = max(m, e) over e = |y - f|, n points of
+ * a chunk (a NaN error makes the SSE NaN, which the report shows as null;
+ * the maximum passes over it). */
+NC_VM_INLINE void err_lanes(const double *y, const double *f, size_t n, double *sse,
+                            double *sabs, double *m)
 {
-    double sse[NC_LANES] = {0}, sabs[NC_LANES] = {0}, m[NC_LANES] = {0};
-    size_t i;
-    for (i = 0; i + NC_LANES <= d; i += NC_LANES)
-        for (int l = 0; l < NC_LANES; l++) {
-            double e = fabs(y[i + l] - f[i + l]);
-            sse[l] += e * e;
-            sabs[l] += e;
-            m[l] = e > m[l] ? e : m[l];
-        }
-    for (int l = 0; i < d; i++, l++) {
+    const v4i no_sign = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+    v4d s0 = V4(sse), s1 = V4(sse + 4), a0 = V4(sabs), a1 = V4(sabs + 4);
+    v4d m0 = V4(m), m1 = V4(m + 4);
+    size_t i = 0;
+    for (; i + NC_LANES <= n; i += NC_LANES) {
+        v4d e0 = (v4d)((v4i)(V4(y + i) - V4(f + i)) & no_sign);
+        v4d e1 = (v4d)((v4i)(V4(y + i + 4) - V4(f + i + 4)) & no_sign);
+        s0 += e0 * e0;
+        s1 += e1 * e1;
+        a0 += e0;
+        a1 += e1;
+        m0 = PICK(e0 > m0, e0, m0);
+        m1 = PICK(e1 > m1, e1, m1);
+    }
+    V4(sse) = s0;
+    V4(sse + 4) = s1;
+    V4(sabs) = a0;
+    V4(sabs + 4) = a1;
+    V4(m) = m0;
+    V4(m + 4) = m1;
+    for (int l = 0; i < n; i++, l++) {
         double e = fabs(y[i] - f[i]);
         sse[l] += e * e;
         sabs[l] += e;
         m[l] = e > m[l] ? e : m[l];
     }
-    nc_sum_add(&a->sse[j], nc_lanes_total(sse));
-    nc_sum_add(&a->sabs[j], nc_lanes_total(sabs));
-    /* a NaN error makes the SSE NaN, which the report shows as null */
-    for (int l = 0; l < NC_LANES; l++)
-        a->maxe[j] = m[l] > a->maxe[j] ? m[l] : a->maxe[j];
 }
 
-/* The theory curves with token t's own scale 1/inv at u = x - c. */
-static inline void add_token_theory(const verify_ctx *ctx, verify_acc *a, const double *x,
-                                    double c, double inv, const double *y, double *u, double *f)
+/* Lanes s += e^2 and m = max(m, e) over e = |jd - fp| (a NaN difference
+ * makes the maximum NaN). */
+NC_VM_INLINE void diag_lanes(const double *jd, const double *fp, size_t n, double *s, double *m)
+{
+    const v4i no_sign = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+    v4d s0 = V4(s), s1 = V4(s + 4), m0 = V4(m), m1 = V4(m + 4);
+    size_t i = 0;
+    for (; i + NC_LANES <= n; i += NC_LANES) {
+        v4d e0 = (v4d)((v4i)(V4(jd + i) - V4(fp + i)) & no_sign);
+        v4d e1 = (v4d)((v4i)(V4(jd + i + 4) - V4(fp + i + 4)) & no_sign);
+        s0 += e0 * e0;
+        s1 += e1 * e1;
+        m0 = PICK((e0 > m0) | (e0 != e0), e0, m0);
+        m1 = PICK((e1 > m1) | (e1 != e1), e1, m1);
+    }
+    V4(s) = s0;
+    V4(s + 4) = s1;
+    V4(m) = m0;
+    V4(m + 4) = m1;
+    for (int l = 0; i < n; i++, l++) {
+        double e = fabs(jd[i] - fp[i]);
+        s[l] += e * e;
+        m[l] = e > m[l] || e != e ? e : m[l];
+    }
+}
+
+/* y = (x - c) inv of a chunk and its lanes of sum (y - ym)^2; with jd, also
+ * J_ii = inv (a - y^2/d) and the lanes of sum y^2, y, J_ii^2, (J_ii y)^2
+ * and y^4 (the same expressions as the Jacobian's token_state). */
+NC_VM_INLINE void chunk_y(const double *x, size_t n, double c, double inv, double ym, double a,
+                          double dd, double *y, double *jd, token_lanes *L)
+{
+    size_t i = 0;
+    v4d q0 = V4(L->sst), q1 = V4(L->sst + 4);
+    for (; i + NC_LANES <= n; i += NC_LANES) {
+        v4d y0 = (V4(x + i) - c) * inv, y1 = (V4(x + i + 4) - c) * inv;
+        V4(y + i) = y0;
+        V4(y + i + 4) = y1;
+        q0 += (y0 - ym) * (y0 - ym);
+        q1 += (y1 - ym) * (y1 - ym);
+    }
+    V4(L->sst) = q0;
+    V4(L->sst + 4) = q1;
+    for (int l = 0; i < n; i++, l++) {
+        y[i] = (x[i] - c) * inv;
+        L->sst[l] += (y[i] - ym) * (y[i] - ym);
+    }
+    if (!jd)
+        return;
+    double(*st)[NC_LANES] = L->st;
+    v4d yy0 = V4(st[0]), yy1 = V4(st[0] + 4), sy0 = V4(st[1]), sy1 = V4(st[1] + 4);
+    v4d jj0 = V4(st[2]), jj1 = V4(st[2] + 4), rr0 = V4(st[3]), rr1 = V4(st[3] + 4);
+    v4d qq0 = V4(st[4]), qq1 = V4(st[4] + 4);
+    for (i = 0; i + NC_LANES <= n; i += NC_LANES) {
+        v4d y0 = V4(y + i), y1 = V4(y + i + 4);
+        v4d p0 = y0 * y0, p1 = y1 * y1;
+        v4d j0 = inv * (a - p0 / dd), j1 = inv * (a - p1 / dd);
+        v4d r0 = j0 * y0, r1 = j1 * y1;
+        V4(jd + i) = j0;
+        V4(jd + i + 4) = j1;
+        yy0 += p0;
+        yy1 += p1;
+        sy0 += y0;
+        sy1 += y1;
+        jj0 += j0 * j0;
+        jj1 += j1 * j1;
+        rr0 += r0 * r0;
+        rr1 += r1 * r1;
+        qq0 += p0 * p0;
+        qq1 += p1 * p1;
+    }
+    V4(st[0]) = yy0;
+    V4(st[0] + 4) = yy1;
+    V4(st[1]) = sy0;
+    V4(st[1] + 4) = sy1;
+    V4(st[2]) = jj0;
+    V4(st[2] + 4) = jj1;
+    V4(st[3]) = rr0;
+    V4(st[3] + 4) = rr1;
+    V4(st[4]) = qq0;
+    V4(st[4] + 4) = qq1;
+    for (int l = 0; i < n; i++, l++) {
+        double yi = y[i], pi = yi * yi, ji = inv * (a - pi / dd), r = ji * yi;
+        jd[i] = ji;
+        st[0][l] += pi;
+        st[1][l] += yi;
+        st[2][l] += ji * ji;
+        st[3][l] += r * r;
+        st[4][l] += pi * pi;
+    }
+}
+
+/* One chunk of a token: channels [i0, i0 + n) at x (the row's x + i0). */
+NC_VM_INLINE void verify_chunk(const verify_ctx *ctx, size_t i0, const double *x, size_t n,
+                               double c, double inv, const nc_params *theory,
+                               verify_scratch *S)
 {
     const run *r = ctx->r;
     const size_t d = r->d;
-    const nc_norm_kind norm = r->spec->norm;
-    for (size_t i = 0; i < d; i++)
-        u[i] = x[i] - c;
-    if (ctx->tok[0]) {
-        nc_params p = nc_dyt_theory_params(norm, 1.0 / inv, d);
-        nc_surrogate_get(NC_FIT_DYT)->eval(&p, 0, u, d, f);
-        add_errors(a, SLOT_TOK, y, f, d);
+    token_lanes *L = &S->L;
+    chunk_y(x, n, c, inv, ctx->ymean, diag_a(r->spec->norm, d), (double)d, S->y,
+            ctx->jac ? S->jd : NULL, L);
+    for (int k = 0; k < ctx->nfit; k++) {
+        const int id = ctx->fid[k];
+        const nc_surrogate *s = nc_surrogate_get((nc_fit_id)id);
+        if (ctx->jac) {
+            s->both(&ctx->fits[id].params, i0, x, n, S->f, S->fp);
+            diag_lanes(S->jd, S->fp, n, L->js[k], L->jm[k]);
+        } else {
+            s->eval(&ctx->fits[id].params, i0, x, n, S->f);
+        }
+        err_lanes(S->y, S->f, n, L->sse[id], L->sabs[id], L->m[id]);
     }
-    if (ctx->tok[1]) {
-        nc_params p = nc_dyisru_theory_params(norm, 1.0 / inv, d);
-        nc_surrogate_get(NC_FIT_DYISRU)->eval(&p, 0, u, d, f);
-        add_errors(a, SLOT_TOK + 1, y, f, d);
+    if (ctx->tok[0] || ctx->tok[1])
+        for (size_t i = 0; i < n; i++)
+            S->u[i] = x[i] - c;
+    for (int k = 0; k < 2; k++) {
+        if (!ctx->tok[k])
+            continue;
+        nc_surrogate_get(k == 0 ? NC_FIT_DYT : NC_FIT_DYISRU)->eval(&theory[k], 0, S->u, n, S->f);
+        err_lanes(S->y, S->f, n, L->sse[SLOT_TOK + k], L->sabs[SLOT_TOK + k],
+                  L->m[SLOT_TOK + k]);
+    }
+}
+
+/* The token's totals into the shard's sums (and the Jacobian's per-token
+ * arrays at t). */
+static void token_done(const verify_ctx *ctx, verify_acc *a, size_t t, double inv,
+                       const token_lanes *L)
+{
+    nc_sum_add(&a->sst, nc_lanes_total(L->sst));
+    for (int j = 0; j < NSLOT; j++) {
+        if (j < NC_FIT_COUNT ? !ctx->fits[j].ok : !ctx->tok[j - SLOT_TOK])
+            continue;
+        nc_sum_add(&a->sse[j], nc_lanes_total(L->sse[j]));
+        nc_sum_add(&a->sabs[j], nc_lanes_total(L->sabs[j]));
+        for (int l = 0; l < NC_LANES; l++)
+            a->maxe[j] = L->m[j][l] > a->maxe[j] ? L->m[j][l] : a->maxe[j];
+    }
+    nc_layer_jac *J = ctx->jac;
+    if (!J)
+        return;
+    const nc_norm_kind norm = ctx->r->spec->norm;
+    const size_t d = ctx->r->d;
+    double sums[5];
+    for (int k = 0; k < 5; k++)
+        sums[k] = nc_lanes_total(L->st[k]);
+    const double frob = frob2_from(norm, sums[0], sums[1], inv, d);
+    const double off = offdiag2_from(norm, sums[0], sums[1], sums[4], inv, d);
+    nc_sum_add(&a->diag2, sums[2]);
+    nc_sum_add(&a->frob2, frob);
+    nc_sum_add(&a->off2, off);
+    nc_sum_add(&a->rad_num, sums[3]);
+    nc_sum_add(&a->rad_den, inv * inv * sums[0]);
+    nc_sum_add(&a->ones_den, (double)d * inv * inv);
+    a->used++;
+    J->frob[t] = frob;
+    J->off[t] = off;
+    for (int k = 0; k < ctx->nfit; k++) {
+        const int id = ctx->fid[k];
+        double e = nc_lanes_total(L->js[k]), *mx = &a->jmaxe[id];
+        for (int l = 0; l < NC_LANES; l++)
+            *mx = L->jm[k][l] > *mx || L->jm[k][l] != L->jm[k][l] ? L->jm[k][l] : *mx;
+        nc_sum_add(&a->jsse[id], e);
+        J->num[k][t] = e + off;
     }
 }
 
@@ -89,37 +288,25 @@ NC_VMATH_CLONES static void verify_block(void *vctx, int shard, size_t t0, size_
     verify_ctx *ctx = vctx;
     run *r = ctx->r;
     verify_acc *a = &ctx->acc[shard];
+    verify_scratch *S = scratch;
     const size_t d = r->d;
-    double *y = scratch, *f = y + d, *u = f + d;
+    const nc_norm_kind norm = r->spec->norm;
     for (size_t k = 0; k < nt; k++) {
         size_t t = t0 + k;
         if (r->status[t] != NC_TOKEN_OK)
             continue;
         const double *x = rows + k * d;
-        const double c = r->centre[t], inv = r->inv[t], ym = ctx->ymean;
-        double sst[NC_LANES] = {0};
-        size_t i = 0;
-        for (i = 0; i < d; i++)
-            y[i] = (x[i] - c) * inv;
-        for (i = 0; i + NC_LANES <= d; i += NC_LANES)
-            for (int j = 0; j < NC_LANES; j++)
-                sst[j] += (y[i + j] - ym) * (y[i + j] - ym);
-        for (int j = 0; i < d; i++, j++)
-            sst[j] += (y[i] - ym) * (y[i] - ym);
-        nc_sum_add(&a->sst, nc_lanes_total(sst));
-        for (int fit = 0; fit < NC_FIT_COUNT; fit++) {
-            const nc_fit_result *fr = &ctx->fits[fit];
-            if (!fr->ok)
-                continue;
-            nc_surrogate_get((nc_fit_id)fit)->eval(&fr->params, 0, x, d, f);
-            add_errors(a, fit, y, f, d);
-        }
-        if (ctx->tok[0] || ctx->tok[1])
-            add_token_theory(ctx, a, x, c, inv, y, u, f);
+        const double c = r->centre[t], inv = r->inv[t];
+        nc_params theory[2] = {nc_dyt_theory_params(norm, 1.0 / inv, d),
+                               nc_dyisru_theory_params(norm, 1.0 / inv, d)};
+        memset(&S->L, 0, sizeof S->L);
+        for (size_t i0 = 0; i0 < d; i0 += VCHUNK)
+            verify_chunk(ctx, i0, x + i0, d - i0 < VCHUNK ? d - i0 : VCHUNK, c, inv, theory, S);
+        token_done(ctx, a, t, inv, &S->L);
         if (ctx->alpha > 0) {
             size_t s1 = 0, s2 = 0, s3 = 0;
             const double al = ctx->alpha;
-            for (i = 0; i < d; i++) {
+            for (size_t i = 0; i < d; i++) {
                 double z = fabs(al * x[i]);
                 s1 += z > 1;
                 s2 += z > 2;
@@ -147,7 +334,57 @@ static void verify_merge(verify_ctx *vc)
         }
         for (int k = 0; k < 3; k++)
             V->sat[k] += a->sat[k];
+        nc_sum_merge(&V->diag2, &a->diag2);
+        nc_sum_merge(&V->frob2, &a->frob2);
+        nc_sum_merge(&V->off2, &a->off2);
+        nc_sum_merge(&V->rad_num, &a->rad_num);
+        nc_sum_merge(&V->rad_den, &a->rad_den);
+        nc_sum_merge(&V->ones_den, &a->ones_den);
+        for (int j = 0; j < NC_FIT_COUNT; j++) {
+            nc_sum_merge(&V->jsse[j], &a->jsse[j]);
+            V->jmaxe[j] = V->jmaxe[j] >= a->jmaxe[j] || V->jmaxe[j] != V->jmaxe[j]
+                              ? V->jmaxe[j]
+                              : a->jmaxe[j];
+        }
+        V->used += a->used;
     }
+}
+
+/* The Jacobian block's per-token arrays (NaN until a used token fills
+ * them) and the fits it compares. */
+static int jac_alloc(const run *r, const nc_layer_result *res, nc_layer_jac *J, nc_err *err)
+{
+    memset(J, 0, sizeof *J);
+    for (int j = 0; j < NC_FIT_COUNT; j++)
+        if (res->fits[j].ok)
+            J->sid[J->ns++] = j;
+    const size_t n = r->nt ? r->nt : 1;
+    if (!(J->frob = malloc((2 + (size_t)J->ns) * n * sizeof *J->frob)))
+        return nc_err_set(err, NC_ENOMEM, "%s: out of memory for the Jacobian sums",
+                          r->spec->name);
+    for (size_t k = 0; k < (2 + (size_t)J->ns) * n; k++)
+        J->frob[k] = NAN;
+    J->off = J->frob + n;
+    for (int k = 0; k < J->ns; k++)
+        J->num[k] = J->off + (size_t)(k + 1) * n;
+    return 0;
+}
+
+/* The merged Jacobian sums into J. */
+static void jac_finish(const verify_acc *V, nc_layer_jac *J)
+{
+    J->diag2 = nc_sum_get(&V->diag2);
+    J->frob2 = nc_sum_get(&V->frob2);
+    J->off2 = nc_sum_get(&V->off2);
+    J->rad_num = nc_sum_get(&V->rad_num);
+    J->rad_den = nc_sum_get(&V->rad_den);
+    J->ones_den = nc_sum_get(&V->ones_den);
+    for (int j = 0; j < NC_FIT_COUNT; j++) {
+        J->sse[j] = nc_sum_get(&V->jsse[j]);
+        J->maxe[j] = V->jmaxe[j];
+    }
+    J->used = V->used;
+    J->done = true;
 }
 
 /* Stage 5: the verify pass: exact SSE, RMSE, R^2, max and mean absolute
@@ -160,17 +397,23 @@ int nc_layer_verify(run *r, nc_layer_result *res, nc_err *err)
         return nc_err_set(err, NC_ENOMEM, "%s: out of memory", spec->name);
     vc->r = r;
     vc->fits = res->fits;
+    for (int j = 0; j < NC_FIT_COUNT; j++)
+        if (res->fits[j].ok)
+            vc->fid[vc->nfit++] = j;
     vc->ymean = res->y_mean;
     vc->alpha = res->fits[NC_FIT_DYT].ok ? res->fits[NC_FIT_DYT].params.p[0] : 0;
     vc->tok[0] = spec->fit[NC_FIT_DYT_THEORY];
     vc->tok[1] = spec->fit[NC_FIT_DYISRU_THEORY];
-    r->pass.scratch_bytes = 3 * r->d * sizeof(double);
-    nc_progress_begin(spec->progress, spec->name, "verify", (uint64_t)(r->nt * r->d));
-    int rc = nc_pass_run(&r->pass, verify_block, vc, err);
-    if (rc) {
-        free(vc);
-        return rc;
+    int rc = 0;
+    if (spec->jacobian) {
+        if ((rc = jac_alloc(r, res, &res->jac, err)))
+            goto out;
+        vc->jac = &res->jac;
     }
+    r->pass.scratch_bytes = sizeof(verify_scratch);
+    nc_progress_begin(spec->progress, spec->name, "verify", (uint64_t)(r->nt * r->d));
+    if ((rc = nc_pass_run(&r->pass, verify_block, vc, err)))
+        goto out;
     res->passes++;
     verify_merge(vc);
     const verify_acc *V = &vc->acc[0];
@@ -199,7 +442,9 @@ int nc_layer_verify(run *r, nc_layer_result *res, nc_err *err)
     }
     for (int k = 0; k < 3; k++)
         res->saturation[k] = vc->alpha > 0 ? (double)V->sat[k] / n : NAN;
+    if (vc->jac)
+        jac_finish(V, vc->jac);
+out:
     free(vc);
-    return 0;
+    return rc;
 }
-

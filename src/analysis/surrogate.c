@@ -30,6 +30,17 @@ NC_VMATH_CLONES static void linear_df(const nc_params *p, size_t i0, const doubl
         dy[k] = p->p[0];
 }
 
+NC_VMATH_CLONES static void linear_both(const nc_params *p, size_t i0, const double *x, size_t n,
+                                        double *y, double *dy)
+{
+    (void)i0;
+    const double a = p->p[0], b = p->p[1];
+    for (size_t k = 0; k < n; k++) {
+        y[k] = a * x[k] + b;
+        dy[k] = a;
+    }
+}
+
 /* ---- DyT: alpha, gamma, beta ---- */
 
 NC_VMATH_CLONES static void dyt_f(const nc_params *p, size_t i0, const double *x, size_t n, double *y)
@@ -46,6 +57,18 @@ NC_VMATH_CLONES static void dyt_df(const nc_params *p, size_t i0, const double *
     const double alpha = p->p[0], ag = p->p[0] * p->p[1];
     for (size_t k = 0; k < n; k++) {
         double t = nc_tanh(alpha * x[k]);
+        dy[k] = ag * (1.0 - t * t);
+    }
+}
+
+NC_VMATH_CLONES static void dyt_both(const nc_params *p, size_t i0, const double *x, size_t n,
+                                     double *y, double *dy)
+{
+    (void)i0;
+    const double alpha = p->p[0], gamma = p->p[1], beta = p->p[2], ag = p->p[0] * p->p[1];
+    for (size_t k = 0; k < n; k++) {
+        double t = nc_tanh(alpha * x[k]);
+        y[k] = gamma * t + beta;
         dy[k] = ag * (1.0 - t * t);
     }
 }
@@ -89,6 +112,29 @@ NC_VMATH_CLONES static void dytc_df(const nc_params *p, size_t i0, const double 
     }
 }
 
+NC_VMATH_CLONES static void dytc_both(const nc_params *p, size_t i0, const double *x, size_t n,
+                                      double *y, double *dy)
+{
+    const double alpha = p->p[0];
+    const double *g = p->pc, *b = p->pc + p->d;
+    size_t i = i0 % p->d;
+    if (i + n <= p->d) {
+        for (size_t k = 0; k < n; k++) {
+            double t = nc_tanh(alpha * x[k]);
+            y[k] = g[i + k] * t + b[i + k];
+            dy[k] = alpha * g[i + k] * (1.0 - t * t);
+        }
+        return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        double t = nc_tanh(alpha * x[k]);
+        y[k] = g[i] * t + b[i];
+        dy[k] = alpha * g[i] * (1.0 - t * t);
+        if (++i == p->d)
+            i = 0;
+    }
+}
+
 /* ---- DyISRU: C, scale ---- */
 
 NC_VMATH_CLONES static void isru_f(const nc_params *p, size_t i0, const double *x, size_t n, double *y)
@@ -110,6 +156,18 @@ NC_VMATH_CLONES static void isru_df(const nc_params *p, size_t i0, const double 
     }
 }
 
+NC_VMATH_CLONES static void isru_both(const nc_params *p, size_t i0, const double *x, size_t n,
+                                      double *y, double *dy)
+{
+    (void)i0;
+    const double C = p->p[0], s = p->p[1];
+    for (size_t k = 0; k < n; k++) {
+        double q = x[k] * x[k] + C, r = sqrt(q);
+        y[k] = s * x[k] / r;
+        dy[k] = s * C / (q * r);
+    }
+}
+
 /* ---- Derf: alpha, shift, gamma, beta ---- */
 
 NC_VMATH_CLONES static void derf_f(const nc_params *p, size_t i0, const double *x, size_t n, double *y)
@@ -128,30 +186,43 @@ NC_VMATH_CLONES static void derf_df(const nc_params *p, size_t i0, const double 
         dy[k] = ag * nc_erf_deriv(alpha * x[k] + shift);
 }
 
+NC_VMATH_CLONES static void derf_both(const nc_params *p, size_t i0, const double *x, size_t n,
+                                      double *y, double *dy)
+{
+    (void)i0;
+    const double alpha = p->p[0], shift = p->p[1], gamma = p->p[2], beta = p->p[3];
+    const double ag = p->p[0] * p->p[2];
+    for (size_t k = 0; k < n; k++) {
+        double z = alpha * x[k] + shift;
+        y[k] = gamma * nc_erf(z) + beta;
+        dy[k] = ag * nc_erf_deriv(z);
+    }
+}
+
 static const nc_surrogate table[NC_FIT_COUNT] = {
     [NC_FIT_LINEAR] = {NC_FIT_LINEAR, "linear", "affine", "slope*x+intercept", 2,
-                       {"slope", "intercept"}, false, false, linear_f, linear_df},
+                       {"slope", "intercept"}, false, false, linear_f, linear_df, linear_both},
     [NC_FIT_DYT] = {NC_FIT_DYT, "dyt", "DyT", "gamma*tanh(alpha*x)+beta", 3,
-                    {"alpha", "gamma", "beta"}, false, false, dyt_f, dyt_df},
+                    {"alpha", "gamma", "beta"}, false, false, dyt_f, dyt_df, dyt_both},
     [NC_FIT_DYT_PER_CHANNEL] = {NC_FIT_DYT_PER_CHANNEL, "dyt_per_channel", "DyT (per channel)",
                                 "gamma_i*tanh(alpha*x)+beta_i", 1, {"alpha"}, true, false,
-                                dytc_f, dytc_df},
+                                dytc_f, dytc_df, dytc_both},
     [NC_FIT_DYISRU] = {NC_FIT_DYISRU, "dyisru", "DyISRU", "scale*x/sqrt(x^2+C)", 2,
-                       {"C", "scale"}, false, false, isru_f, isru_df},
+                       {"C", "scale"}, false, false, isru_f, isru_df, isru_both},
     [NC_FIT_DYISRU_FREE] = {NC_FIT_DYISRU_FREE, "dyisru_free", "DyISRU (free scale)",
                             "scale*x/sqrt(x^2+C)", 2, {"C", "scale"}, false, false, isru_f,
-                            isru_df},
+                            isru_df, isru_both},
     [NC_FIT_DYT_THEORY] = {NC_FIT_DYT_THEORY, "dyt_theory", "DyT theory",
                            "A*tanh(A*x/(d*rho)), A = sqrt(d) (RMSNorm) or sqrt(d-1) (LayerNorm)",
                            3, {"alpha", "gamma", "beta"},
-                           false, true, dyt_f, dyt_df},
+                           false, true, dyt_f, dyt_df, dyt_both},
     [NC_FIT_DYISRU_THEORY] = {NC_FIT_DYISRU_THEORY, "dyisru_theory", "DyISRU theory",
                               "A*x/sqrt(x^2+(d*rho/A)^2), A = sqrt(d) (RMSNorm) or sqrt(d-1) "
                               "(LayerNorm)",
                               2, {"C", "scale"}, false, true,
-                              isru_f, isru_df},
+                              isru_f, isru_df, isru_both},
     [NC_FIT_DERF] = {NC_FIT_DERF, "derf", "Derf", "gamma*erf(alpha*x+shift)+beta", 4,
-                     {"alpha", "shift", "gamma", "beta"}, false, false, derf_f, derf_df},
+                     {"alpha", "shift", "gamma", "beta"}, false, false, derf_f, derf_df, derf_both},
 };
 
 const nc_surrogate *nc_surrogate_get(nc_fit_id id)

@@ -63,6 +63,10 @@ typedef struct nc_surrogate {
     void (*eval)(const nc_params *p, size_t i0, const double *x, size_t n, double *y);
     /* dy[k] = f'(x[k]), the derivative in x (the surrogate's "Jacobian"). */
     void (*deriv)(const nc_params *p, size_t i0, const double *x, size_t n, double *dy);
+    /* Both at once, from one transcendental: the same bits as eval and
+     * deriv (the same operations in the same order). */
+    void (*both)(const nc_params *p, size_t i0, const double *x, size_t n, double *y,
+                 double *dy);
 } nc_surrogate;
 
 /* The entry for id (never NULL for id < NC_FIT_COUNT). */

@@ -618,6 +618,9 @@ static void layer_spec(const nc_plan *plan, const nc_plan_layer *l, nc_progress 
     spec->max_bins = cfg->max_bins;
     spec->max_exact_points = cfg->max_exact_points;
     spec->threads = cfg->threads;
+    /* the verify pass gathers the Jacobian's sums (the Jacobian pass then
+     * runs only for real gradients, which need it anyway) */
+    spec->jacobian = cfg->jacobian.enabled && !l->comp[NC_COMP_GRAD];
     spec->progress = progress;
 }
 

@@ -768,6 +768,88 @@ static void test_thread_independence(void)
     free(Gr);
 }
 
+/* Every number two Jacobian results share, bit for bit. */
+static bool same_jac(const nc_jac_result *a, const nc_jac_result *b, size_t nt)
+{
+    bool ok = same_bits(a->diag_frobenius_share, b->diag_frobenius_share) &&
+              same_bits(a->offdiag_frobenius_share, b->offdiag_frobenius_share) &&
+              same_bits(a->radial_retention, b->radial_retention) &&
+              same_bits(a->ones_retention, b->ones_retention) &&
+              same_summary(&a->backprop, &b->backprop) && a->tokens == b->tokens &&
+              a->nranked == b->nranked &&
+              memcmp(a->token_backprop, b->token_backprop, nt * sizeof(double)) == 0;
+    for (int k = 0; k < NC_FIT_COUNT; k++)
+        ok = ok && a->surr[k].ok == b->surr[k].ok &&
+             (!a->surr[k].ok ||
+              (same_bits(a->surr[k].diag_rmse, b->surr[k].diag_rmse) &&
+               same_bits(a->surr[k].diag_max_err, b->surr[k].diag_max_err) &&
+               same_bits(a->surr[k].diag_rmse_rel, b->surr[k].diag_rmse_rel) &&
+               same_summary(&a->surr[k].backprop, &b->surr[k].backprop)));
+    for (int r = 0; r < a->nranked; r++)
+        ok = ok && a->rank[r].id == b->rank[r].id;
+    return ok;
+}
+
+/* The verify pass can gather the Jacobian's sums (nc_layer_spec.jacobian,
+ * one evaluation of f and f' for both): the Jacobian comparison then makes
+ * no pass of its own, and every number is the bits of its own pass. Widths
+ * across the verify pass's chunks (512) with a tail, a token sample, and
+ * tokens left out (non-finite, zero scale). The fits' own numbers do not
+ * change either. */
+static void test_verify_gathers_jacobian(void)
+{
+    const size_t sizes[][2] = {{90, 1100}, {400, 37}, {60, 512}};
+    for (size_t z = 0; z < 3; z++) {
+        const size_t N = sizes[z][0], d = sizes[z][1];
+        double *X = make_data(N, d, 40 + z, z == 1 ? 0.7 : 0.0);
+        X[3 * d + 1] = NAN;            /* token 3: not finite */
+        for (size_t i = 0; i < d; i++) /* token 5: zero scale with eps 0 below */
+            X[5 * d + i] = 0.25;
+        nc_tensor x = tensor_of(X, N, d);
+        for (int b = 0; b < 2; b++) {
+            nc_layer_spec spec;
+            nc_layer_spec_defaults(&spec);
+            spec.name = "gather";
+            spec.norm = b ? NC_LAYERNORM : NC_RMSNORM;
+            spec.eps = z == 2 ? 0.0 : 1e-5;
+            spec.x = &x;
+            spec.threads = 2;
+            spec.sample_tokens = z == 1 ? 333 : 0;
+            nc_layer_result r0, r1;
+            nc_jac_result j0, j1;
+            nc_err err = {0};
+            CHECK_INT(0, nc_layer_analyze(&spec, &r0, &err));
+            spec.jacobian = true;
+            CHECK_INT(0, nc_layer_analyze(&spec, &r1, &err));
+            CHECK(!r0.jac.done && r1.jac.done);
+            CHECK_INT(r0.passes, r1.passes);
+            for (int k = 0; k < NC_FIT_COUNT; k++)
+                CHECK(r0.fits[k].ok == r1.fits[k].ok &&
+                      (!r0.fits[k].ok || (same_bits(r0.fits[k].sse, r1.fits[k].sse) &&
+                                          same_bits(r0.fits[k].max_abs_err,
+                                                    r1.fits[k].max_abs_err) &&
+                                          same_bits(r0.fits[k].mean_abs_err,
+                                                    r1.fits[k].mean_abs_err))));
+            nc_jac_opts o;
+            nc_jac_opts_defaults(&o);
+            o.dense_tokens = 2;
+            CHECK_INT(0, nc_jacobian_run(&r0, &x, NULL, NULL, &o, 2, NULL, &j0, &err));
+            CHECK_INT(0, nc_jacobian_run(&r1, &x, NULL, NULL, &o, 1, NULL, &j1, &err));
+            CHECK(j0.time_analytic_s > 0 || N * d == 0);
+            CHECK(same_jac(&j0, &j1, r0.tok.nt));
+            size_t ok = 0;
+            for (size_t t = 0; t < r1.tok.nt; t++)
+                ok += r1.tok.status[t] == NC_TOKEN_OK;
+            CHECK(j1.tokens > 0 && j1.tokens == ok && ok < r1.tok.nt + (z == 1));
+            nc_jac_result_free(&j0);
+            nc_jac_result_free(&j1);
+            nc_layer_result_free(&r0);
+            nc_layer_result_free(&r1);
+        }
+        free(X);
+    }
+}
+
 /* Probes are standard normal, seeded per token (stream = token index, seed
  * mixed with NC_JAC_SEED_TAG): a token's error does not depend on which
  * other tokens are visited (a token sample). */
@@ -969,6 +1051,7 @@ int main(void)
     test_parallel_gradients();
     test_orthogonal_gradients();
     test_thread_independence();
+    test_verify_gathers_jacobian();
     test_probes_per_token();
     test_dense_options_and_errors();
     test_unusable_tokens();
