@@ -148,7 +148,7 @@ NC_VM_INLINE void chan_one(double *A, size_t d, size_t i, const double *rows, co
  * by group of the block's usable tokens, tile by tile of channels.
  * scratch: the tile buffer, [CHANNEL_GROUP * CHANNEL_TILE]. */
 NC_VMATH_CLONES static void chan_block(void *vctx, int shard, size_t t0, size_t nt,
-                                       const double *rows, void *scratch)
+                                       const double *rows, const uint16_t *codes, void *scratch)
 {
     chan_ctx *ctx = vctx;
     run *r = ctx->r;
@@ -171,12 +171,8 @@ NC_VMATH_CLONES static void chan_block(void *vctx, int shard, size_t t0, size_t 
         ctx->used[shard] += m;
         for (size_t i0 = 0; i0 < d; i0 += CHANNEL_TILE) {
             size_t n = d - i0 < CHANNEL_TILE ? d - i0 : CHANNEL_TILE;
-            for (size_t j = 0; j < m; j++) {
-                const double *x = rows + k[j] * d + i0;
-                double *T = Tb + j * CHANNEL_TILE;
-                for (size_t i = 0; i < n; i++)
-                    T[i] = nc_tanh(alpha * x[i]);
-            }
+            for (size_t j = 0; j < m; j++)
+                nc_tanh_run(alpha, rows + k[j] * d + i0, n, Tb + j * CHANNEL_TILE);
             size_t i = 0;
             for (; i + 4 <= n; i += 4)
                 chan_quad(A, d, i0 + i, rows, k, c, inv, m, Tb + i, CHANNEL_TILE, ctx->with_y);

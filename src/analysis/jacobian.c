@@ -213,7 +213,7 @@ NC_VM_INLINE void real_token(jac_ctx *ctx, jac_acc *a, size_t t, size_t tok, con
 
 NC_VMATH_CLONES
 static void jac_block(void *vctx, int shard, size_t t0, size_t nt, const double *rows,
-                      void *scratch)
+                      const uint16_t *codes, void *scratch)
 {
     jac_ctx *ctx = vctx;
     const nc_layer_result *res = ctx->res;

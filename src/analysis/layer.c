@@ -100,7 +100,7 @@ NC_VM_INLINE void minmax(const double *v, size_t n, double *lo, double *hi)
 }
 
 NC_VMATH_CLONES static void stats_block(void *vctx, int shard, size_t t0, size_t nt,
-                                        const double *rows, void *scratch)
+                                        const double *rows, const uint16_t *codes, void *scratch)
 {
     (void)scratch;
     stats_ctx *ctx = vctx;
@@ -285,7 +285,7 @@ typedef struct bins_ctx {
 } bins_ctx;
 
 NC_VMATH_CLONES static void bins_block(void *vctx, int shard, size_t t0, size_t nt,
-                                       const double *rows, void *scratch)
+                                       const double *rows, const uint16_t *codes, void *scratch)
 {
     bins_ctx *ctx = vctx;
     run *r = ctx->r;

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/codetab.h"
 #include "analysis/jac_forms.h"
 #include "analysis/layer_internal.h"
 #include "core/sum.h"
@@ -57,6 +58,10 @@ typedef struct verify_ctx {
     run *r;
     const nc_fit_result *fits;
     int nfit, fid[NC_FIT_COUNT]; /* the fits that are ok, in id order */
+    /* for a 16-bit input (codetab.h): f and f' of each fit by code (NULL:
+     * evaluated), and tanh(alpha x) of the per-channel fit */
+    bool tables;
+    const double *ftab[NC_FIT_COUNT], *fptab[NC_FIT_COUNT], *ttab;
     double ymean, alpha;         /* alpha: DyT's, for the saturation shares (0: none) */
     bool tok[2];                 /* the per-token theory curves to evaluate */
     nc_layer_jac *jac;           /* NULL: no Jacobian sums */
@@ -206,10 +211,46 @@ NC_VM_INLINE void chunk_y(const double *x, size_t n, double c, double inv, doubl
     }
 }
 
-/* One chunk of a token: channels [i0, i0 + n) at x (the row's x + i0). */
-NC_VM_INLINE void verify_chunk(const verify_ctx *ctx, size_t i0, const double *x, size_t n,
-                               double c, double inv, const nc_params *theory,
-                               verify_scratch *S)
+/* out[k] = T[code[k]] (restrict: so that the loop vectorises as gathers) */
+NC_VM_INLINE void gather(const double *restrict T, const uint16_t *restrict code, size_t n,
+                         double *restrict out)
+{
+    for (size_t k = 0; k < n; k++)
+        out[k] = T[code[k]];
+}
+
+/* dytc_both's expressions (surrogate.c) with T = tanh(alpha x) looked up:
+ * f = g_i T + b_i and, with fp, f' = alpha g_i (1 - T^2). */
+NC_VM_INLINE void dytc_lookup(double alpha, const double *restrict g, const double *restrict b,
+                              const double *restrict T, const uint16_t *restrict code, size_t n,
+                              double *restrict f, double *restrict fp)
+{
+    for (size_t k = 0; k < n; k++)
+        f[k] = g[k] * T[code[k]] + b[k];
+    if (fp)
+        for (size_t k = 0; k < n; k++)
+            fp[k] = alpha * g[k] * (1.0 - T[code[k]] * T[code[k]]);
+}
+
+/* f (and f' into fp) of fit id over a chunk, from the tables by code. */
+NC_VM_INLINE void lookup(const verify_ctx *ctx, int id, size_t i0, const uint16_t *code,
+                         size_t n, double *f, double *fp)
+{
+    if (id == NC_FIT_DYT_PER_CHANNEL) {
+        const nc_params *p = &ctx->fits[id].params;
+        dytc_lookup(p->p[0], p->pc + i0, p->pc + p->d + i0, ctx->ttab, code, n, f, fp);
+        return;
+    }
+    gather(ctx->ftab[id], code, n, f);
+    if (fp)
+        gather(ctx->fptab[id], code, n, fp);
+}
+
+/* One chunk of a token: channels [i0, i0 + n) at x (the row's x + i0),
+ * with their codes (or NULL). */
+NC_VM_INLINE void verify_chunk(const verify_ctx *ctx, size_t i0, const double *x,
+                               const uint16_t *code, size_t n, double c, double inv,
+                               const nc_params *theory, verify_scratch *S)
 {
     const run *r = ctx->r;
     const size_t d = r->d;
@@ -219,12 +260,14 @@ NC_VM_INLINE void verify_chunk(const verify_ctx *ctx, size_t i0, const double *x
     for (int k = 0; k < ctx->nfit; k++) {
         const int id = ctx->fid[k];
         const nc_surrogate *s = nc_surrogate_get((nc_fit_id)id);
-        if (ctx->jac) {
+        if (code && (ctx->ftab[id] || id == NC_FIT_DYT_PER_CHANNEL))
+            lookup(ctx, id, i0, code, n, S->f, ctx->jac ? S->fp : NULL);
+        else if (ctx->jac)
             s->both(&ctx->fits[id].params, i0, x, n, S->f, S->fp);
-            diag_lanes(S->jd, S->fp, n, L->js[k], L->jm[k]);
-        } else {
+        else
             s->eval(&ctx->fits[id].params, i0, x, n, S->f);
-        }
+        if (ctx->jac)
+            diag_lanes(S->jd, S->fp, n, L->js[k], L->jm[k]);
         err_lanes(S->y, S->f, n, L->sse[id], L->sabs[id], L->m[id]);
     }
     if (ctx->tok[0] || ctx->tok[1])
@@ -283,7 +326,7 @@ static void token_done(const verify_ctx *ctx, verify_acc *a, size_t t, double in
 }
 
 NC_VMATH_CLONES static void verify_block(void *vctx, int shard, size_t t0, size_t nt,
-                                         const double *rows, void *scratch)
+                                         const double *rows, const uint16_t *codes, void *scratch)
 {
     verify_ctx *ctx = vctx;
     run *r = ctx->r;
@@ -300,8 +343,10 @@ NC_VMATH_CLONES static void verify_block(void *vctx, int shard, size_t t0, size_
         nc_params theory[2] = {nc_dyt_theory_params(norm, 1.0 / inv, d),
                                nc_dyisru_theory_params(norm, 1.0 / inv, d)};
         memset(&S->L, 0, sizeof S->L);
+        const uint16_t *code = ctx->tables && codes ? codes + k * d : NULL;
         for (size_t i0 = 0; i0 < d; i0 += VCHUNK)
-            verify_chunk(ctx, i0, x + i0, d - i0 < VCHUNK ? d - i0 : VCHUNK, c, inv, theory, S);
+            verify_chunk(ctx, i0, x + i0, code ? code + i0 : NULL,
+                         d - i0 < VCHUNK ? d - i0 : VCHUNK, c, inv, theory, S);
         token_done(ctx, a, t, inv, &S->L);
         if (ctx->alpha > 0) {
             size_t s1 = 0, s2 = 0, s3 = 0;
@@ -387,6 +432,57 @@ static void jac_finish(const verify_acc *V, nc_layer_jac *J)
     J->done = true;
 }
 
+/* For a 16-bit input with enough points (codetab.h): f and f' of every
+ * fit but the affine one, and tanh(alpha x) of the per-channel fit, over
+ * the codes the layer can hold, into *mem (owned by the caller; NULL:
+ * evaluate directly). */
+static int make_tables(verify_ctx *vc, const nc_layer_result *res, double **mem, nc_err *err)
+{
+    const run *r = vc->r;
+    *mem = NULL;
+    if (!nc_codetab_wanted(r->spec->x->dtype, res->points))
+        return 0;
+    nc_codetab_span span;
+    double amax = fmax(fabs(res->stats.min), fabs(res->stats.max));
+    if (nc_codetab_span_make(r->spec->x->dtype, amax, &span) ||
+        !(*mem = malloc((2 * NC_FIT_COUNT + 1) * (size_t)65536 * sizeof **mem))) {
+        nc_codetab_span_free(&span);
+        return nc_err_set(err, NC_ENOMEM, "%s: out of memory for the value tables",
+                          r->spec->name);
+    }
+    double *next = *mem;
+    for (int k = 0; k < vc->nfit; k++) {
+        const int id = vc->fid[k];
+        const nc_surrogate *s = nc_surrogate_get((nc_fit_id)id);
+        const nc_params *p = &vc->fits[id].params;
+        if (id == NC_FIT_LINEAR)
+            continue; /* cheaper evaluated */
+        double *T = next;
+        next += 65536;
+        for (int h = 0; h < 2; h++) {
+            const uint32_t lo = span.lo[h], n = span.hi[h] - span.lo[h];
+            const double *xv = span.x + lo;
+            if (id == NC_FIT_DYT_PER_CHANNEL) {
+                const double alpha = p->p[0];
+                for (uint32_t j = 0; j < n; j++)
+                    T[lo + j] = nc_tanh(alpha * xv[j]);
+            } else {
+                s->both(p, 0, xv, n, T + lo, next + lo);
+            }
+        }
+        if (id == NC_FIT_DYT_PER_CHANNEL) {
+            vc->ttab = T;
+        } else {
+            vc->ftab[id] = T;
+            vc->fptab[id] = next;
+            next += 65536;
+        }
+    }
+    vc->tables = true;
+    nc_codetab_span_free(&span);
+    return 0;
+}
+
 /* Stage 5: the verify pass: exact SSE, RMSE, R^2, max and mean absolute
  * error of every fit at its parameters, and DyT's saturation shares. */
 int nc_layer_verify(run *r, nc_layer_result *res, nc_err *err)
@@ -405,14 +501,20 @@ int nc_layer_verify(run *r, nc_layer_result *res, nc_err *err)
     vc->tok[0] = spec->fit[NC_FIT_DYT_THEORY];
     vc->tok[1] = spec->fit[NC_FIT_DYISRU_THEORY];
     int rc = 0;
+    double *tables = NULL;
+    if ((rc = make_tables(vc, res, &tables, err)))
+        goto out;
     if (spec->jacobian) {
         if ((rc = jac_alloc(r, res, &res->jac, err)))
             goto out;
         vc->jac = &res->jac;
     }
     r->pass.scratch_bytes = sizeof(verify_scratch);
+    r->pass.codes = tables != NULL;
     nc_progress_begin(spec->progress, spec->name, "verify", (uint64_t)(r->nt * r->d));
-    if ((rc = nc_pass_run(&r->pass, verify_block, vc, err)))
+    rc = nc_pass_run(&r->pass, verify_block, vc, err);
+    r->pass.codes = false;
+    if (rc)
         goto out;
     res->passes++;
     verify_merge(vc);
@@ -445,6 +547,7 @@ int nc_layer_verify(run *r, nc_layer_result *res, nc_err *err)
     if (vc->jac)
         jac_finish(V, vc->jac);
 out:
+    free(tables);
     free(vc);
     return rc;
 }

@@ -90,7 +90,7 @@ static void detect_token(detect_ctx *c, int shard, size_t t, const double *x, do
 }
 
 static void detect_block(void *vctx, int shard, size_t t0, size_t nt, const double *rows,
-                         void *scratch)
+                         const uint16_t *codes, void *scratch)
 {
     detect_ctx *c = vctx;
     const size_t d = c->res->d;

@@ -2,8 +2,10 @@
  * surrogate.c - the surrogate table (surrogate.h).
  *
  * Every f and f' is a plain loop over x calling the branch-free inline
- * functions of core/vmath.h, so the compiler vectorises it; the hot passes
- * call these once per token row.
+ * functions of core/vmath.h, so the compiler vectorises it; tanh and erf
+ * go through vmath's runs (nc_tanh_run, nc_erf_run), which take the cheap
+ * first region alone wherever a run of values allows, with the same bits.
+ * The hot passes call these once per chunk of a token row.
  */
 #include "analysis/surrogate.h"
 
@@ -47,18 +49,18 @@ NC_VMATH_CLONES static void dyt_f(const nc_params *p, size_t i0, const double *x
 {
     (void)i0;
     const double alpha = p->p[0], gamma = p->p[1], beta = p->p[2];
+    nc_tanh_run(alpha, x, n, y);
     for (size_t k = 0; k < n; k++)
-        y[k] = gamma * nc_tanh(alpha * x[k]) + beta;
+        y[k] = gamma * y[k] + beta;
 }
 
 NC_VMATH_CLONES static void dyt_df(const nc_params *p, size_t i0, const double *x, size_t n, double *dy)
 {
     (void)i0;
     const double alpha = p->p[0], ag = p->p[0] * p->p[1];
-    for (size_t k = 0; k < n; k++) {
-        double t = nc_tanh(alpha * x[k]);
-        dy[k] = ag * (1.0 - t * t);
-    }
+    nc_tanh_run(alpha, x, n, dy);
+    for (size_t k = 0; k < n; k++)
+        dy[k] = ag * (1.0 - dy[k] * dy[k]);
 }
 
 NC_VMATH_CLONES static void dyt_both(const nc_params *p, size_t i0, const double *x, size_t n,
@@ -66,8 +68,9 @@ NC_VMATH_CLONES static void dyt_both(const nc_params *p, size_t i0, const double
 {
     (void)i0;
     const double alpha = p->p[0], gamma = p->p[1], beta = p->p[2], ag = p->p[0] * p->p[1];
+    nc_tanh_run(alpha, x, n, y);
     for (size_t k = 0; k < n; k++) {
-        double t = nc_tanh(alpha * x[k]);
+        double t = y[k];
         y[k] = gamma * t + beta;
         dy[k] = ag * (1.0 - t * t);
     }
@@ -77,16 +80,16 @@ NC_VMATH_CLONES static void dyt_both(const nc_params *p, size_t i0, const double
 
 NC_VMATH_CLONES static void dytc_f(const nc_params *p, size_t i0, const double *x, size_t n, double *y)
 {
-    const double alpha = p->p[0];
     const double *g = p->pc, *b = p->pc + p->d;
     size_t i = i0 % p->d;
+    nc_tanh_run(p->p[0], x, n, y);
     if (i + n <= p->d) { /* within one row: the vectorised case */
         for (size_t k = 0; k < n; k++)
-            y[k] = g[i + k] * nc_tanh(alpha * x[k]) + b[i + k];
+            y[k] = g[i + k] * y[k] + b[i + k];
         return;
     }
     for (size_t k = 0; k < n; k++) {
-        y[k] = g[i] * nc_tanh(alpha * x[k]) + b[i];
+        y[k] = g[i] * y[k] + b[i];
         if (++i == p->d)
             i = 0;
     }
@@ -97,16 +100,14 @@ NC_VMATH_CLONES static void dytc_df(const nc_params *p, size_t i0, const double 
     const double alpha = p->p[0];
     const double *g = p->pc;
     size_t i = i0 % p->d;
+    nc_tanh_run(alpha, x, n, dy);
     if (i + n <= p->d) {
-        for (size_t k = 0; k < n; k++) {
-            double t = nc_tanh(alpha * x[k]);
-            dy[k] = alpha * g[i + k] * (1.0 - t * t);
-        }
+        for (size_t k = 0; k < n; k++)
+            dy[k] = alpha * g[i + k] * (1.0 - dy[k] * dy[k]);
         return;
     }
     for (size_t k = 0; k < n; k++) {
-        double t = nc_tanh(alpha * x[k]);
-        dy[k] = alpha * g[i] * (1.0 - t * t);
+        dy[k] = alpha * g[i] * (1.0 - dy[k] * dy[k]);
         if (++i == p->d)
             i = 0;
     }
@@ -118,16 +119,17 @@ NC_VMATH_CLONES static void dytc_both(const nc_params *p, size_t i0, const doubl
     const double alpha = p->p[0];
     const double *g = p->pc, *b = p->pc + p->d;
     size_t i = i0 % p->d;
+    nc_tanh_run(alpha, x, n, y);
     if (i + n <= p->d) {
         for (size_t k = 0; k < n; k++) {
-            double t = nc_tanh(alpha * x[k]);
+            double t = y[k];
             y[k] = g[i + k] * t + b[i + k];
             dy[k] = alpha * g[i + k] * (1.0 - t * t);
         }
         return;
     }
     for (size_t k = 0; k < n; k++) {
-        double t = nc_tanh(alpha * x[k]);
+        double t = y[k];
         y[k] = g[i] * t + b[i];
         dy[k] = alpha * g[i] * (1.0 - t * t);
         if (++i == p->d)
@@ -174,8 +176,9 @@ NC_VMATH_CLONES static void derf_f(const nc_params *p, size_t i0, const double *
 {
     (void)i0;
     const double alpha = p->p[0], shift = p->p[1], gamma = p->p[2], beta = p->p[3];
+    nc_erf_run(alpha, shift, x, n, y);
     for (size_t k = 0; k < n; k++)
-        y[k] = gamma * nc_erf(alpha * x[k] + shift) + beta;
+        y[k] = gamma * y[k] + beta;
 }
 
 NC_VMATH_CLONES static void derf_df(const nc_params *p, size_t i0, const double *x, size_t n, double *dy)
@@ -192,10 +195,10 @@ NC_VMATH_CLONES static void derf_both(const nc_params *p, size_t i0, const doubl
     (void)i0;
     const double alpha = p->p[0], shift = p->p[1], gamma = p->p[2], beta = p->p[3];
     const double ag = p->p[0] * p->p[2];
+    nc_erf_run(alpha, shift, x, n, y);
     for (size_t k = 0; k < n; k++) {
-        double z = alpha * x[k] + shift;
-        y[k] = gamma * nc_erf(z) + beta;
-        dy[k] = ag * nc_erf_deriv(z);
+        y[k] = gamma * y[k] + beta;
+        dy[k] = ag * nc_erf_deriv(alpha * x[k] + shift);
     }
 }
 

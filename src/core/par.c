@@ -36,8 +36,16 @@ typedef struct job {
 typedef struct worker {
     job *job;
     double *rows;
+    uint16_t *codes; /* [block_rows * d] when the pass asks for codes */
     void *scratch;
 } worker;
+
+/* The 16-bit codes of n elements at byte p (little-endian, any alignment). */
+static void copy_codes(const unsigned char *p, size_t n, uint16_t *out)
+{
+    for (size_t k = 0; k < n; k++)
+        out[k] = (uint16_t)(p[2 * k] | (p[2 * k + 1] << 8));
+}
 
 static void run_shard(worker *w, int shard)
 {
@@ -52,7 +60,12 @@ static void run_shard(worker *w, int shard)
                 nc_tensor_rows(x, p->tokens[t0 + k], 1, w->rows + k * x->d);
         else
             nc_tensor_rows(x, t0, nt, w->rows);
-        w->job->fn(w->job->ctx, shard, t0, nt, w->rows, w->scratch);
+        if (w->codes && p->tokens)
+            for (size_t k = 0; k < nt; k++)
+                copy_codes(x->data + 2 * p->tokens[t0 + k] * x->d, x->d, w->codes + k * x->d);
+        else if (w->codes)
+            copy_codes(x->data + 2 * t0 * x->d, nt * x->d, w->codes);
+        w->job->fn(w->job->ctx, shard, t0, nt, w->rows, w->codes, w->scratch);
         nc_progress_add(p->progress, (uint64_t)(nt * x->d));
     }
 }
@@ -85,11 +98,13 @@ int nc_pass_run(const nc_pass *pass, nc_block_fn fn, void *ctx, nc_err *err)
     worker ws[NC_SHARDS] = {{0}};
     pthread_t tids[NC_SHARDS];
     int started = 0, rc = 0;
+    const bool codes = pass->codes && (x->dtype == NC_F16 || x->dtype == NC_BF16);
     for (int k = 0; k < nthreads; k++) {
         ws[k].job = &j;
         ws[k].rows = malloc(block_rows * d * sizeof(double));
+        ws[k].codes = codes ? malloc(block_rows * d * sizeof(uint16_t)) : NULL;
         ws[k].scratch = pass->scratch_bytes ? calloc(1, pass->scratch_bytes) : NULL;
-        if (!ws[k].rows || (pass->scratch_bytes && !ws[k].scratch)) {
+        if (!ws[k].rows || (codes && !ws[k].codes) || (pass->scratch_bytes && !ws[k].scratch)) {
             rc = nc_err_set(err, NC_ENOMEM, "out of memory for a pass buffer (%zu bytes)",
                             block_rows * d * sizeof(double) + pass->scratch_bytes);
             nthreads = k + 1;
@@ -108,6 +123,7 @@ int nc_pass_run(const nc_pass *pass, nc_block_fn fn, void *ctx, nc_err *err)
 out:
     for (int k = 0; k < nthreads; k++) {
         free(ws[k].rows);
+        free(ws[k].codes);
         free(ws[k].scratch);
     }
     return rc;

@@ -12,7 +12,9 @@
 #ifndef NC_PAR_H
 #define NC_PAR_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/tensor.h"
 #include "util/err.h"
@@ -26,12 +28,15 @@
 #define NC_BLOCK_BYTES (256 * 1024)
 
 /* The work on tokens [t0, t0 + nt) of shard `shard`. rows[nt * d] holds them
- * as doubles (x for token t0 + k at rows + k * d). scratch is per-thread
+ * as doubles (x for token t0 + k at rows + k * d). codes[nt * d], when the
+ * pass asked for them and the tensor is F16 or BF16, holds the same values
+ * as their 16-bit codes (so that a function of x can be looked up in a
+ * table of 65536 entries); NULL otherwise. scratch is per-thread
  * memory of scratch_bytes (or NULL): zeroed when the pass starts and kept
  * across the blocks one thread runs, so a block function may set up
  * per-thread state in it on first use. */
 typedef void (*nc_block_fn)(void *ctx, int shard, size_t t0, size_t nt, const double *rows,
-                            void *scratch);
+                            const uint16_t *codes, void *scratch);
 
 typedef struct nc_pass {
     const nc_tensor *x;    /* the float tensor streamed, [N, d] */
@@ -39,6 +44,7 @@ typedef struct nc_pass {
     size_t ntokens;        /* length of tokens (ignored when tokens is NULL) */
     int threads;           /* 1 .. NC_SHARDS; 0 means the online CPUs */
     size_t scratch_bytes;  /* per-thread scratch handed to fn (0: none) */
+    bool codes;            /* hand fn the rows' 16-bit codes too (F16, BF16 tensors) */
     nc_progress *progress; /* optional: advanced by the points of each block */
 } nc_pass;
 

@@ -245,17 +245,19 @@ NC_VM_INLINE double nc_exp(double x)
     return nc_vm_sel(is_big, nc_vm_sel(is_neg, 0.0, INFINITY), v);
 }
 
+/* Cephes tanh.c: tanh(a) = a + a^3 P(a^2)/Q(a^2) on [0, 0.625] */
+#define NC_VM_TANH_P0 -9.64399179425052238628e-1
+#define NC_VM_TANH_P1 -9.92877231001918586564e1
+#define NC_VM_TANH_P2 -1.61468768441708447952e3
+#define NC_VM_TANH_Q1 1.12811678491632931402e2
+#define NC_VM_TANH_Q2 2.23548839060100448583e3
+#define NC_VM_TANH_Q3 4.84406305325125486048e3
+
 /* tanh(x) for any double x, relative error <= ~4e-16 (measured 2.7e-16).
  * tanh(x) = x exactly where that is the correctly rounded value (|x| below
  * about 1e-8, subnormals included); |x| >= 19.1 gives +-1; NaN gives NaN. */
 NC_VM_INLINE double nc_tanh(double x)
 {
-    /* Cephes tanh.c: tanh(a) = a + a^3 P(a^2)/Q(a^2) on [0, 0.625] */
-    const double p0 = -9.64399179425052238628e-1, p1 = -9.92877231001918586564e1,
-                 p2 = -1.61468768441708447952e3;
-    const double q1 = 1.12811678491632931402e2, q2 = 2.23548839060100448583e3,
-                 q3 = 4.84406305325125486048e3;
-
     double a = fabs(x);
     uint64_t is_small = nc_vm_lt(a, 0.625);
 
@@ -265,8 +267,8 @@ NC_VM_INLINE double nc_tanh(double x)
     double e = nc_vm_exp_poly((y - k * NC_VM_LN2HI) - k * NC_VM_LN2LO) * nc_vm_pow2i(k);
     /* small */
     double z = a * a;
-    double p = (p0 * z + p1) * z + p2;
-    double q = ((z + q1) * z + q2) * z + q3;
+    double p = (NC_VM_TANH_P0 * z + NC_VM_TANH_P1) * z + NC_VM_TANH_P2;
+    double q = ((z + NC_VM_TANH_Q1) * z + NC_VM_TANH_Q2) * z + NC_VM_TANH_Q3;
 
     /* one division for both: t = a + a^3 P/Q or t = 1 + (-2)/(e + 1) */
     double f = nc_vm_sel(is_small, (a * z) * p, -2.0) / nc_vm_sel(is_small, q, e + 1.0);
@@ -277,10 +279,42 @@ NC_VM_INLINE double nc_tanh(double x)
     return nc_vm_signed_like(nc_vm_sel(is_big, 1.0, t), x);
 }
 
+/* nc_tanh(x) for |x| < 0.625 only: its small branch alone, the same
+ * operations, so the same bits there, at about a third of the cost (no
+ * exponential). Other x get garbage: callers check (nc_tanh_run). */
+NC_VM_INLINE double nc_tanh_small(double x)
+{
+    double a = fabs(x);
+    double z = a * a;
+    double p = (NC_VM_TANH_P0 * z + NC_VM_TANH_P1) * z + NC_VM_TANH_P2;
+    double q = ((z + NC_VM_TANH_Q1) * z + NC_VM_TANH_Q2) * z + NC_VM_TANH_Q3;
+    return nc_vm_signed_like(a + ((a * z) * p) / q, x);
+}
+
 /* 1 - t^2: the derivative of tanh at x, from t = tanh(x). */
 NC_VM_INLINE double nc_tanh_deriv_from(double t)
 {
     return 1.0 - t * t;
+}
+
+/* erf's region 1 (|x| < 0.84375, fdlibm s_erf.c): erf = a + a R1(z)/S1(z)
+ * with z = a^2, R1 = pp0 + .. + pp4 z^4 (Horner: off the critical path)
+ * and S1 = 1 + qq1 z + .. + qq5 z^5 (Estrin: it feeds the division). */
+NC_VM_INLINE double nc_vm_erf_r1(double z)
+{
+    double r1 = -2.37630166566501626084e-05;
+    r1 = r1 * z - 5.77027029648944159157e-03;
+    r1 = r1 * z - 2.84817495755985104766e-02;
+    r1 = r1 * z - 3.25042107247001499370e-01;
+    return r1 * z + 1.28379167095512558561e-01;
+}
+
+NC_VM_INLINE double nc_vm_erf_s1(double z)
+{
+    double z2 = z * z, z4 = z2 * z2;
+    return (1.0 + 3.97917223959155352819e-01 * z) +
+           z2 * (6.50222499887672944485e-02 + 5.08130628187576562776e-03 * z) +
+           z4 * (1.32494738004321644526e-04 - 3.96022827877536812320e-06 * z);
 }
 
 /* erf(x) for any double x: absolute error <= ~2e-16 and relative error
@@ -294,17 +328,10 @@ NC_VM_INLINE double nc_erf(double x)
     uint64_t in_r1 = nc_vm_lt(a, 0.84375);
     uint64_t in_r2 = nc_vm_lt(a, 1.25);
 
-    /* Region 1, |x| < 0.84375: erf = a + a R1(z)/S1(z), z = a^2, with
-     * R1 = pp0 + .. + pp4 z^4 and S1 = 1 + qq1 z + .. + qq5 z^5. */
+    /* Region 1, |x| < 0.84375: erf = a + a R1(z)/S1(z), z = a^2
+     * (nc_vm_erf_r1, nc_vm_erf_s1). */
     double z = a * a, z2 = z * z, z4 = z2 * z2;
-    double r1 = -2.37630166566501626084e-05; /* Horner: off the critical path */
-    r1 = r1 * z - 5.77027029648944159157e-03;
-    r1 = r1 * z - 2.84817495755985104766e-02;
-    r1 = r1 * z - 3.25042107247001499370e-01;
-    r1 = r1 * z + 1.28379167095512558561e-01;
-    double s1 = (1.0 + 3.97917223959155352819e-01 * z) +
-                z2 * (6.50222499887672944485e-02 + 5.08130628187576562776e-03 * z) +
-                z4 * (1.32494738004321644526e-04 - 3.96022827877536812320e-06 * z);
+    double r1 = nc_vm_erf_r1(z), s1 = nc_vm_erf_s1(z);
 
     /* Region 2, 0.84375 <= |x| < 1.25: erf = erx + P2(s)/Q2(s), s = a - 1,
      * erx = 0.84506291151 rounded to float; P2 = pa0 + .. + pa6 s^6,
@@ -368,6 +395,63 @@ NC_VM_INLINE double nc_erf(double x)
     /* a > 6 but not NaN: 1 (erfc(6) < 2^-55; a NaN is NaN already) */
     uint64_t is_big = nc_vm_lt(6.0, a) & nc_vm_not_nan(a);
     return nc_vm_signed_like(nc_vm_sel(is_big, 1.0, v), x);
+}
+
+/* nc_erf(x) for |x| < 0.84375 only: its region 1 alone, the same
+ * operations, so the same bits there (the reciprocal w = 1/S1 is the one
+ * nc_erf shares between its regions), at about a fifth of the cost. Other
+ * x get garbage: callers check (nc_erf_run). */
+NC_VM_INLINE double nc_erf_small(double x)
+{
+    double a = fabs(x), z = a * a;
+    double w = 1.0 / nc_vm_erf_s1(z);
+    return nc_vm_signed_like(a + a * (nc_vm_erf_r1(z) * w), x);
+}
+
+/* Runs: the array helpers below take their values NC_VM_RUN at a time; a
+ * run whose arguments are all inside a function's first region (|z| <
+ * 0.625 for tanh, < 0.84375 for erf: most of a layer, where DyT's alpha x
+ * is small but for a few outlier channels) takes the cheap branch alone,
+ * any other run the full function. The same bits either way. A NaN or an
+ * infinity sends its run down the full path. */
+#define NC_VM_RUN 64
+
+/* t[k] = nc_tanh(alpha * x[k]) for k < n (t may not overlap x). */
+NC_VM_INLINE void nc_tanh_run(double alpha, const double *x, size_t n, double *t)
+{
+    for (size_t k0 = 0; k0 < n; k0 += NC_VM_RUN) {
+        const size_t m = n - k0 < NC_VM_RUN ? n - k0 : NC_VM_RUN;
+        const double *xs = x + k0;
+        double *ts = t + k0;
+        uint64_t out = 0;
+        for (size_t k = 0; k < m; k++)
+            out |= ~nc_vm_lt(fabs(alpha * xs[k]), 0.625);
+        if (out)
+            for (size_t k = 0; k < m; k++)
+                ts[k] = nc_tanh(alpha * xs[k]);
+        else
+            for (size_t k = 0; k < m; k++)
+                ts[k] = nc_tanh_small(alpha * xs[k]);
+    }
+}
+
+/* t[k] = nc_erf(alpha * x[k] + shift) for k < n (t may not overlap x). */
+NC_VM_INLINE void nc_erf_run(double alpha, double shift, const double *x, size_t n, double *t)
+{
+    for (size_t k0 = 0; k0 < n; k0 += NC_VM_RUN) {
+        const size_t m = n - k0 < NC_VM_RUN ? n - k0 : NC_VM_RUN;
+        const double *xs = x + k0;
+        double *ts = t + k0;
+        uint64_t out = 0;
+        for (size_t k = 0; k < m; k++)
+            out |= ~nc_vm_lt(fabs(alpha * xs[k] + shift), 0.84375);
+        if (out)
+            for (size_t k = 0; k < m; k++)
+                ts[k] = nc_erf(alpha * xs[k] + shift);
+        else
+            for (size_t k = 0; k < m; k++)
+                ts[k] = nc_erf_small(alpha * xs[k] + shift);
+    }
 }
 
 /* 2/sqrt(pi) exp(-x^2): the derivative of erf at x. x^2 is split into an

@@ -91,7 +91,7 @@ static nc_density **thread_set(raster_ctx *ctx, raster_scratch *sc)
 }
 
 static void raster_block(void *vctx, int shard, size_t t0, size_t nt, const double *rows,
-                         void *scratch)
+                         const uint16_t *codes, void *scratch)
 {
     (void)shard;
     raster_ctx *ctx = vctx;

@@ -375,6 +375,62 @@ out:
     free(z);
 }
 
+/* nc_tanh_run / nc_erf_run (runs of NC_VM_RUN values, the cheap first
+ * region alone where a whole run allows it) give the bits of nc_tanh and
+ * nc_erf for every value: runs all inside the first region, runs with one
+ * value out (at either end), NaN and infinities inside a run, lengths that
+ * end mid-run, and the boundaries themselves. */
+static void test_runs_match(void)
+{
+    enum { N = 7 * NC_VM_RUN + 13 };
+    double *x = malloc(N * sizeof *x), *t = malloc(N * sizeof *t);
+    CHECK(x && t);
+    if (!x || !t)
+        goto out;
+    rng r = {0x51ab};
+    for (int f = 0; f < 2; f++) {
+        const double edge = f == 0 ? 0.625 : 0.84375;
+        for (int alpha_k = 0; alpha_k < 3; alpha_k++) {
+            const double alpha = alpha_k == 0 ? 1.0 : alpha_k == 1 ? 0.37 : -2.5;
+            const double shift = f == 1 && alpha_k == 2 ? 0.125 : 0.0;
+            for (size_t i = 0; i < N; i++) {
+                /* mostly inside the first region; run 2 has one value out
+                 * at its start, run 4 at its end, run 5 a NaN, run 6 an
+                 * infinity; run 3 sits on the boundary */
+                double u = (2.0 * next_unit(&r) - 1.0) * 0.99 * edge;
+                x[i] = (u - shift) / alpha;
+                size_t run = i / NC_VM_RUN, pos = i % NC_VM_RUN;
+                if ((run == 2 && pos == 0) || (run == 4 && pos == NC_VM_RUN - 1))
+                    x[i] = 3.0 / alpha;
+                if (run == 3)
+                    x[i] = ((pos % 2 ? edge : -edge) * (pos % 3 ? 1.0 : 1.0 - 0x1p-52) - shift) /
+                           alpha;
+                if (run == 5 && pos == 7)
+                    x[i] = NAN;
+                if (run == 6 && pos == 9)
+                    x[i] = -INFINITY;
+            }
+            for (size_t n = N; n + 40 > N; n -= 13) {
+                if (f == 0 && shift == 0.0)
+                    nc_tanh_run(alpha, x, n, t);
+                else if (f == 1)
+                    nc_erf_run(alpha, shift, x, n, t);
+                else
+                    continue;
+                size_t bad = 0;
+                for (size_t i = 0; i < n; i++) {
+                    double want = f == 0 ? nc_tanh(alpha * x[i]) : nc_erf(alpha * x[i] + shift);
+                    bad += !(same_bits(want, t[i]) || (isnan(want) && isnan(t[i])));
+                }
+                CHECK_INT(0, bad);
+            }
+        }
+    }
+out:
+    free(x);
+    free(t);
+}
+
 int main(void)
 {
     test_exp_accuracy();
@@ -385,5 +441,6 @@ int main(void)
     test_special_values();
     test_odd_symmetry();
     test_arrays_match_inline();
+    test_runs_match();
     return CHECK_DONE();
 }
