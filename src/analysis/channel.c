@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/codetab.h"
 #include "core/par.h"
 #include "core/v4.h"
 #include "core/vmath.h"
@@ -48,6 +49,7 @@ enum { CH_T, CH_TT, CH_YT, CH_T1, CH_TT1, CH_YT1, CH_T2, CH_TT2, CH_YT2, CH_Y, C
 typedef struct chan_ctx {
     run *r;
     double alpha;
+    const double *ttab;     /* 16-bit input: tanh(alpha x) by code (codetab.h), or NULL */
     bool with_y;            /* also sum y and y^2 (they do not depend on alpha: once) */
     double *acc[NC_SHARDS]; /* [CH_N * d] each */
     size_t used[NC_SHARDS]; /* tokens with an output */
@@ -74,7 +76,7 @@ typedef struct quad {
  * T1 = dT/dalpha = x (1 - T^2), T2 = d2T/dalpha2 = -2 x T T1 and y = (x -
  * c_t) inv_t: adds T, T^2, yT and their first and second alpha-derivatives
  * to the sums in A (rows CH_*, each [d]), and y and y^2 when with_y. */
-NC_VM_INLINE void chan_quad(double *A, size_t d, size_t i, const double *rows, const size_t *k,
+NC_VM_INLINE void chan_quad(double *A, size_t d, size_t i, const double *const *xr,
                             const double *c, const double *inv, size_t m, const double *Tb,
                             size_t tb, bool with_y)
 {
@@ -84,7 +86,7 @@ NC_VM_INLINE void chan_quad(double *A, size_t d, size_t i, const double *rows, c
               V4(A + CH_T2 * d + i),  V4(A + CH_TT2 * d + i), V4(A + CH_YT2 * d + i)};
     v4d sy = V4(A + CH_Y * d + i), syy = V4(A + CH_YY * d + i);
     for (size_t j = 0; j < m; j++) {
-        v4d x = V4(rows + k[j] * d + i), T = V4(Tb + j * tb);
+        v4d x = V4(xr[j] + i), T = V4(Tb + j * tb);
         v4d y = (x - c[j]) * inv[j];
         v4d T1 = x * (one - T * T);
         v4d T2 = mtwo * x * T * T1;
@@ -118,12 +120,12 @@ NC_VM_INLINE void chan_quad(double *A, size_t d, size_t i, const double *rows, c
 }
 
 /* chan_quad for one channel i (the tile's last d mod 4 channels). */
-NC_VM_INLINE void chan_one(double *A, size_t d, size_t i, const double *rows, const size_t *k,
+NC_VM_INLINE void chan_one(double *A, size_t d, size_t i, const double *const *xr,
                            const double *c, const double *inv, size_t m, const double *Tb,
                            size_t tb, bool with_y)
 {
     for (size_t j = 0; j < m; j++) {
-        double x = rows[k[j] * d + i], T = Tb[j * tb];
+        double x = xr[j][i], T = Tb[j * tb];
         double y = (x - c[j]) * inv[j];
         double T1 = x * (1.0 - T * T);
         double T2 = -2.0 * x * T * T1;
@@ -143,6 +145,14 @@ NC_VM_INLINE void chan_one(double *A, size_t d, size_t i, const double *rows, co
     }
 }
 
+/* out[i] = T[code[i]] for i < n */
+NC_VM_INLINE void chan_lookup(const double *restrict T, const uint16_t *restrict code, size_t n,
+                              double *restrict out)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = T[code[i]];
+}
+
 /* Per channel, the sums over tokens of T, T^2, yT and of their first and
  * second derivatives in alpha and, on the first pass, of y and y^2: group
  * by group of the block's usable tokens, tile by tile of channels.
@@ -156,6 +166,7 @@ NC_VMATH_CLONES static void chan_block(void *vctx, int shard, size_t t0, size_t 
     const double alpha = ctx->alpha;
     double *A = ctx->acc[shard], *Tb = scratch;
     size_t k[CHANNEL_GROUP];
+    const double *xr[CHANNEL_GROUP];
     double c[CHANNEL_GROUP], inv[CHANNEL_GROUP];
     for (size_t k0 = 0; k0 < nt;) {
         size_t m = 0; /* the next group: up to CHANNEL_GROUP usable tokens */
@@ -164,6 +175,7 @@ NC_VMATH_CLONES static void chan_block(void *vctx, int shard, size_t t0, size_t 
             if (r->status[t] != NC_TOKEN_OK)
                 continue;
             k[m] = k0;
+            xr[m] = rows + k0 * d;
             c[m] = r->centre[t];
             inv[m] = r->inv[t];
             m++;
@@ -172,12 +184,19 @@ NC_VMATH_CLONES static void chan_block(void *vctx, int shard, size_t t0, size_t 
         for (size_t i0 = 0; i0 < d; i0 += CHANNEL_TILE) {
             size_t n = d - i0 < CHANNEL_TILE ? d - i0 : CHANNEL_TILE;
             for (size_t j = 0; j < m; j++)
-                nc_tanh_run(alpha, rows + k[j] * d + i0, n, Tb + j * CHANNEL_TILE);
+                if (ctx->ttab && codes)
+                    chan_lookup(ctx->ttab, codes + k[j] * d + i0, n, Tb + j * CHANNEL_TILE);
+                else
+                    nc_tanh_run(alpha, rows + k[j] * d + i0, n, Tb + j * CHANNEL_TILE);
             size_t i = 0;
-            for (; i + 4 <= n; i += 4)
-                chan_quad(A, d, i0 + i, rows, k, c, inv, m, Tb + i, CHANNEL_TILE, ctx->with_y);
+            if (ctx->with_y) /* two copies: the flag is a constant in each */
+                for (; i + 4 <= n; i += 4)
+                    chan_quad(A, d, i0 + i, xr, c, inv, m, Tb + i, CHANNEL_TILE, true);
+            else
+                for (; i + 4 <= n; i += 4)
+                    chan_quad(A, d, i0 + i, xr, c, inv, m, Tb + i, CHANNEL_TILE, false);
             for (; i < n; i++)
-                chan_one(A, d, i0 + i, rows, k, c, inv, m, Tb + i, CHANNEL_TILE, ctx->with_y);
+                chan_one(A, d, i0 + i, xr, c, inv, m, Tb + i, CHANNEL_TILE, ctx->with_y);
         }
     }
 }
@@ -238,13 +257,13 @@ static void chan_objective(const double *A, const double *ysum, size_t d, double
  * z' = d(gamma_i, beta_i)/dalpha, which the pass gives. Newton converges
  * quadratically, so the error left is O(step^2) (below 1e-10 relative for
  * finish = 1e-5) and one pass over the data is saved. */
-static int newton_channel(run *r, double *mem, double *scratch, double tol, double finish,
-                          int max_passes, double *u, double *pc, double *S_out, bool *done,
-                          int *passes, nc_err *err)
+static int newton_channel(run *r, const nc_codetab_span *span, double *ttab, double *mem,
+                          double *scratch, double tol, double finish, int max_passes, double *u,
+                          double *pc, double *S_out, bool *done, int *passes, nc_err *err)
 {
     const size_t d = r->d;
     double *ysum = scratch, *dz = scratch + 2 * d;
-    chan_ctx ctx = {.r = r, .with_y = true};
+    chan_ctx ctx = {.r = r, .with_y = true, .ttab = span ? ttab : NULL};
     for (int s = 0; s < NC_SHARDS; s++)
         ctx.acc[s] = mem + (size_t)s * CH_N * d;
     double u_prev = *u, S_prev = INFINITY, step = 0;
@@ -252,12 +271,17 @@ static int newton_channel(run *r, double *mem, double *scratch, double tol, doub
     *done = false;
     for (int it = 0; it < max_passes; it++) {
         ctx.alpha = exp(*u);
+        for (int h = 0; span && h < 2; h++) /* the tanh of every code the layer can hold */
+            for (uint32_t c = span->lo[h]; c < span->hi[h]; c++)
+                ttab[c] = nc_tanh(ctx.alpha * span->x[c]);
         memset(mem, 0, (size_t)NC_SHARDS * CH_N * d * sizeof *mem);
         memset(ctx.used, 0, sizeof ctx.used);
         nc_progress_begin(r->spec->progress, r->spec->name, "per-channel",
                           (uint64_t)(r->nt * d));
         r->pass.scratch_bytes = CHANNEL_GROUP * CHANNEL_TILE * sizeof(double);
+        r->pass.codes = span != NULL;
         int rc = nc_pass_run(&r->pass, chan_block, &ctx, err);
+        r->pass.codes = false;
         if (rc)
             return rc;
         (*passes)++;
@@ -305,11 +329,14 @@ static int newton_channel(run *r, double *mem, double *scratch, double tol, doub
     return 0;
 }
 
-int nc_layer_fit_channel(run *r, double alpha0, nc_fit_result *fr, int *passes, nc_err *err)
+int nc_layer_fit_channel(run *r, double alpha0, double amax, size_t points, nc_fit_result *fr,
+                         int *passes, nc_err *err)
 {
     const size_t d = r->d;
     double *mem = malloc(((size_t)NC_SHARDS * CH_N + 4) * d * sizeof *mem);
     double *pc = malloc(2 * d * sizeof *pc);
+    nc_codetab_span span = {0}, *sp = NULL;
+    double *ttab = NULL;
     run sub = *r;
     size_t *idx = NULL;
     double *subc = NULL;
@@ -319,6 +346,15 @@ int nc_layer_fit_channel(run *r, double alpha0, nc_fit_result *fr, int *passes, 
         rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for the per-channel fit",
                         r->spec->name);
         goto out;
+    }
+    if (nc_codetab_wanted(r->spec->x->dtype, points)) { /* 16-bit input: tanh by code */
+        if (nc_codetab_span_make(r->spec->x->dtype, amax, &span) ||
+            !(ttab = malloc(65536 * sizeof *ttab))) {
+            rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for the per-channel fit",
+                            r->spec->name);
+            goto out;
+        }
+        sp = &span;
     }
     double u = log(alpha0), S = NAN;
     bool done = false;
@@ -349,13 +385,13 @@ int nc_layer_fit_channel(run *r, double alpha0, nc_fit_result *fr, int *passes, 
         sub.status = subs;
         sub.pass.tokens = idx;
         sub.pass.ntokens = m;
-        if ((rc = newton_channel(&sub, mem, mem + (size_t)NC_SHARDS * CH_N * d,
+        if ((rc = newton_channel(&sub, sp, ttab, mem, mem + (size_t)NC_SHARDS * CH_N * d,
                                  CHANNEL_SAMPLE_TOL, 0.0, CHANNEL_MAX_PASSES, &u, pc, &S, &done,
                                  passes, err)))
             goto out;
     }
     /* stage 2: all tokens, to full precision */
-    if ((rc = newton_channel(r, mem, mem + (size_t)NC_SHARDS * CH_N * d, CHANNEL_TOL,
+    if ((rc = newton_channel(r, sp, ttab, mem, mem + (size_t)NC_SHARDS * CH_N * d, CHANNEL_TOL,
                              CHANNEL_FINISH, CHANNEL_MAX_PASSES, &u, pc, &S, &done, passes, err)))
         goto out;
     fr->params.p[0] = exp(u);
@@ -369,6 +405,8 @@ int nc_layer_fit_channel(run *r, double alpha0, nc_fit_result *fr, int *passes, 
     snprintf(fr->status, sizeof fr->status, "%s",
              done ? "ok" : "Newton passes reached the limit before the tolerance");
 out:
+    nc_codetab_span_free(&span);
+    free(ttab);
     free(mem);
     free(pc);
     free(idx);

@@ -215,6 +215,7 @@ NC_VMATH_CLONES
 static void jac_block(void *vctx, int shard, size_t t0, size_t nt, const double *rows,
                       const uint16_t *codes, void *scratch)
 {
+    (void)codes;
     jac_ctx *ctx = vctx;
     const nc_layer_result *res = ctx->res;
     const nc_layer_tokens *tk = &res->tok;

@@ -102,6 +102,7 @@ NC_VM_INLINE void minmax(const double *v, size_t n, double *lo, double *hi)
 NC_VMATH_CLONES static void stats_block(void *vctx, int shard, size_t t0, size_t nt,
                                         const double *rows, const uint16_t *codes, void *scratch)
 {
+    (void)codes;
     (void)scratch;
     stats_ctx *ctx = vctx;
     run *r = ctx->r;
@@ -287,6 +288,7 @@ typedef struct bins_ctx {
 NC_VMATH_CLONES static void bins_block(void *vctx, int shard, size_t t0, size_t nt,
                                        const double *rows, const uint16_t *codes, void *scratch)
 {
+    (void)codes;
     bins_ctx *ctx = vctx;
     run *r = ctx->r;
     bins_acc *a = &ctx->acc[shard];
@@ -684,8 +686,9 @@ static int stage_channel(analysis *A, nc_layer_result *res, nc_err *err)
     const nc_layer_spec *spec = A->spec;
     if (spec->fit[NC_FIT_DYT_PER_CHANNEL] && res->fits[NC_FIT_DYT].ok) {
         nc_fit_result *fr = &res->fits[NC_FIT_DYT_PER_CHANNEL];
-        int rc = nc_layer_fit_channel(&A->r, res->fits[NC_FIT_DYT].params.p[0], fr,
-                                      &res->passes, err);
+        int rc = nc_layer_fit_channel(&A->r, res->fits[NC_FIT_DYT].params.p[0],
+                                      fmax(fabs(res->stats.min), fabs(res->stats.max)),
+                                      res->points, fr, &res->passes, err);
         if (rc)
             return rc;
     }

@@ -55,10 +55,13 @@ int nc_layer_run_fits(const run *r, nc_layer_result *res, const nc_points *bins,
 /* channel.c: DyT with per-channel gamma_i, beta_i by exact Newton passes
  * over r's tokens, starting from alpha0 (the pooled DyT fit's alpha); fills
  * fr (params.pc owned by fr afterwards, iterations = passes made) and adds
- * the passes made to *passes. Sets r->pass.scratch_bytes. A fit that does
- * not converge is a status in fr, not an error; errors: NC_ENOMEM and those
- * of nc_pass_run. */
-int nc_layer_fit_channel(run *r, double alpha0, nc_fit_result *fr, int *passes, nc_err *err);
+ * the passes made to *passes. amax (the largest finite |x|) and points (the
+ * layer's) decide whether a 16-bit input's tanh is looked up by code
+ * (codetab.h). Sets r->pass.scratch_bytes. A fit that does not converge is
+ * a status in fr, not an error; errors: NC_ENOMEM and those of
+ * nc_pass_run. */
+int nc_layer_fit_channel(run *r, double alpha0, double amax, size_t points, nc_fit_result *fr,
+                         int *passes, nc_err *err);
 
 /* layer_verify.c: the verify pass over r's tokens: exact SSE, RMSE, R^2,
  * max and mean absolute error of every fit in res->fits that is ok, at its

@@ -92,6 +92,7 @@ static void detect_token(detect_ctx *c, int shard, size_t t, const double *x, do
 static void detect_block(void *vctx, int shard, size_t t0, size_t nt, const double *rows,
                          const uint16_t *codes, void *scratch)
 {
+    (void)codes;
     detect_ctx *c = vctx;
     const size_t d = c->res->d;
     for (size_t k = 0; k < nt; k++) {

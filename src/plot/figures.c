@@ -93,6 +93,7 @@ static nc_density **thread_set(raster_ctx *ctx, raster_scratch *sc)
 static void raster_block(void *vctx, int shard, size_t t0, size_t nt, const double *rows,
                          const uint16_t *codes, void *scratch)
 {
+    (void)codes;
     (void)shard;
     raster_ctx *ctx = vctx;
     const nc_layer_result *r = &ctx->pl->result;
