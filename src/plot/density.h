@@ -93,6 +93,33 @@ static inline void nc_density_add(nc_density *d, double x, double y)
     d->count[p] += d->count[p] != UINT32_MAX;
 }
 
+/* Counts the n points (x[k], y[k]), as nc_density_add each: first every
+ * point's column and row (a loop that vectorises; -1 for a point outside,
+ * the out-of-range double replaced before any conversion), then the
+ * counters. col and row are the caller's scratch of n each. */
+static inline void nc_density_add_n(nc_density *d, const double *x, const double *y, size_t n,
+                                    int32_t *col, int32_t *row)
+{
+    const double x0 = d->x0, y1 = d->y1, sx = d->sx, sy = d->sy;
+    const double W = (double)d->w, H = (double)d->h;
+    for (size_t k = 0; k < n; k++) {
+        double fx = (x[k] - x0) * sx, fy = (y1 - y[k]) * sy;
+        bool in = (fx >= 0.0) & (fx < W) & (fy >= 0.0) & (fy < H);
+        col[k] = (int32_t)(in ? fx : -1.0);
+        row[k] = (int32_t)(in ? fy : 0.0);
+    }
+    uint64_t out = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (col[k] < 0) {
+            out++;
+            continue;
+        }
+        uint32_t *c = d->count + (ptrdiff_t)row[k] * d->w + col[k];
+        *c += *c != UINT32_MAX;
+    }
+    d->outside += out;
+}
+
 /* Counts the point (x, y) and adds its colour rgb[0..2] (components in
  * [0, 1]) to the pixel's colour sum. d must be coloured (d->rgb != NULL). */
 static inline void nc_density_add_rgb(nc_density *d, double x, double y, const float rgb[3])

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "analysis/jacobian.h"
+#include "core/vmath.h"
 #include "plan/plan.h"
 #include "io/dump.h"
 #include "plot/axes.h"
@@ -59,7 +60,9 @@ typedef struct raster_ctx {
 
 typedef struct raster_scratch {
     nc_density **set; /* this thread's densities (NULL until first use) */
-    double y[];       /* [d] */
+    int32_t *col, *row; /* [d] each: pixels of a token's points */
+    double *j;          /* [d] J_ii of a token */
+    double y[];         /* [d] */
 } raster_scratch;
 
 static nc_density **thread_set(raster_ctx *ctx, raster_scratch *sc)
@@ -90,11 +93,12 @@ static nc_density **thread_set(raster_ctx *ctx, raster_scratch *sc)
     return sc->set = set;
 }
 
-static void raster_block(void *vctx, int shard, size_t t0, size_t nt, const double *rows,
-                         const uint16_t *codes, void *scratch)
+NC_VMATH_CLONES static void raster_block(void *vctx, int shard, size_t t0, size_t nt,
+                                         const double *rows, const uint16_t *codes,
+                                         void *scratch)
 {
-    (void)codes;
     (void)shard;
+    (void)codes;
     raster_ctx *ctx = vctx;
     const nc_layer_result *r = &ctx->pl->result;
     const nc_layer_tokens *tk = &r->tok;
@@ -103,9 +107,14 @@ static void raster_block(void *vctx, int shard, size_t t0, size_t nt, const doub
     if (!set)
         return;
     const size_t d = r->d;
+    if (!sc->col) { /* the scratch after y: J_ii, then the pixels */
+        sc->j = sc->y + d;
+        sc->col = (int32_t *)(void *)(sc->j + d);
+        sc->row = sc->col + d;
+    }
     const double jc = r->norm == NC_LAYERNORM ? 1.0 - 1.0 / (double)d : 1.0;
     const double invd = 1.0 / (double)d;
-    double *y = sc->y;
+    double *y = sc->y, *jd = sc->j;
     for (size_t k = 0; k < nt; k++) {
         size_t t = t0 + k;
         if (tk->status[t] != NC_TOKEN_OK)
@@ -117,12 +126,12 @@ static void raster_block(void *vctx, int shard, size_t t0, size_t nt, const doub
         for (size_t q = 0; q < ctx->nreq; q++) {
             nc_density *dn = set[q];
             if (ctx->req[q].kind == R_XY) {
-                for (size_t i = 0; i < d; i++)
-                    nc_density_add(dn, x[i], y[i]);
+                nc_density_add_n(dn, x, y, d, sc->col, sc->row);
             } else {
                 /* J_ii = inv (1 - 1/d - y_i^2/d) (LayerNorm), inv (1 - y_i^2/d) (RMSNorm) */
                 for (size_t i = 0; i < d; i++)
-                    nc_density_add(dn, x[i], inv * (jc - y[i] * y[i] * invd));
+                    jd[i] = inv * (jc - y[i] * y[i] * invd);
+                nc_density_add_n(dn, x, jd, d, sc->col, sc->row);
             }
         }
     }
@@ -134,7 +143,8 @@ static int raster_pass(const nc_plan_layer *pl, raster_req *req, size_t nreq, in
     raster_ctx ctx = {.pl = pl, .req = req, .nreq = nreq};
     pthread_mutex_init(&ctx.lock, NULL);
     nc_pass pass = nc_layer_pass(&pl->result, pl->x, threads, NULL);
-    pass.scratch_bytes = sizeof(raster_scratch) + pl->result.d * sizeof(double);
+    pass.scratch_bytes = sizeof(raster_scratch) + 2 * pl->result.d * sizeof(double) +
+                         2 * pl->result.d * sizeof(int32_t);
     int rc = nc_pass_run(&pass, raster_block, &ctx, err);
     if (!rc && ctx.oom)
         rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for the figure rasters", pl->name);
