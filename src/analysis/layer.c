@@ -550,8 +550,12 @@ static int bins_setup(analysis *A, nc_layer_result *res, nc_err *err)
     bc->map = nc_binmap_make(res->stats.rms, xmax, spec->max_bins ? spec->max_bins
                                                                   : NC_DEFAULT_BINS);
     size_t nbins = A->nbins = nc_binmap_count(&bc->map);
-    if (!(A->binmem = calloc(4 * NC_SHARDS * nbins, sizeof *A->binmem)))
+    /* malloc and memset, not calloc: a bin's first access is a read (+=),
+     * and a page first read maps the zero page, whose copy-on-write fault at
+     * the first write flushes the TLB of every thread (density.c) */
+    if (!(A->binmem = malloc(4 * NC_SHARDS * nbins * sizeof *A->binmem)))
         return nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu bins", spec->name, nbins);
+    memset(A->binmem, 0, 4 * NC_SHARDS * nbins * sizeof *A->binmem);
     if (!bc->binned) {
         A->pxy = malloc(3 * res->points * sizeof *A->pxy);
         A->slot = malloc(r->nt * sizeof *A->slot);
