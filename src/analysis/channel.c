@@ -29,6 +29,7 @@
 #include "core/par.h"
 #include "core/v4.h"
 #include "core/vmath.h"
+#include "util/bigmem.h"
 
 /* Newton passes for the per-channel DyT fit. */
 #define CHANNEL_MAX_PASSES 30
@@ -333,7 +334,7 @@ int nc_layer_fit_channel(run *r, double alpha0, double amax, size_t points, nc_f
                          int *passes, nc_err *err)
 {
     const size_t d = r->d;
-    double *mem = malloc(((size_t)NC_SHARDS * CH_N + 4) * d * sizeof *mem);
+    double *mem = nc_big_alloc(((size_t)NC_SHARDS * CH_N + 4) * d * sizeof *mem);
     double *pc = malloc(2 * d * sizeof *pc);
     nc_codetab_span span = {0}, *sp = NULL;
     double *ttab = NULL;

@@ -32,6 +32,7 @@
 #include "core/sum.h"
 #include "core/v4.h"
 #include "core/vmath.h"
+#include "util/bigmem.h"
 #include "util/clock.h"
 
 void nc_layer_spec_defaults(nc_layer_spec *spec)
@@ -551,10 +552,11 @@ static int bins_setup(analysis *A, nc_layer_result *res, nc_err *err)
     bc->map = nc_binmap_make(res->stats.rms, xmax, spec->max_bins ? spec->max_bins
                                                                   : NC_DEFAULT_BINS);
     size_t nbins = A->nbins = nc_binmap_count(&bc->map);
-    /* malloc and memset, not calloc: a bin's first access is a read (+=),
-     * and a page first read maps the zero page, whose copy-on-write fault at
-     * the first write flushes the TLB of every thread (density.c) */
-    if (!(A->binmem = malloc(4 * NC_SHARDS * nbins * sizeof *A->binmem)))
+    /* written first, not calloc'd: a bin's first access is a read (+=), and
+     * a page first read maps the zero page, whose copy-on-write fault at the
+     * first write flushes the TLB of every thread (density.c); huge pages
+     * where the kernel has them (util/bigmem.h) */
+    if (!(A->binmem = nc_big_alloc(4 * NC_SHARDS * nbins * sizeof *A->binmem)))
         return nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu bins", spec->name, nbins);
     memset(A->binmem, 0, 4 * NC_SHARDS * nbins * sizeof *A->binmem);
     if (!bc->binned) {

@@ -33,6 +33,7 @@
 #include "core/sum.h"
 #include "core/v4.h"
 #include "core/vmath.h"
+#include "util/bigmem.h"
 
 /* Error sums: one slot per fit, then the two per-token theory curves. */
 #define NSLOT (NC_FIT_COUNT + 2)
@@ -445,7 +446,7 @@ static int make_tables(verify_ctx *vc, const nc_layer_result *res, double **mem,
     nc_codetab_span span;
     double amax = fmax(fabs(res->stats.min), fabs(res->stats.max));
     if (nc_codetab_span_make(r->spec->x->dtype, amax, &span) ||
-        !(*mem = malloc((2 * NC_FIT_COUNT + 1) * (size_t)65536 * sizeof **mem))) {
+        !(*mem = nc_big_alloc((2 * NC_FIT_COUNT + 1) * (size_t)65536 * sizeof **mem))) {
         nc_codetab_span_free(&span);
         return nc_err_set(err, NC_ENOMEM, "%s: out of memory for the value tables",
                           r->spec->name);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/bigmem.h"
+
 #define NC_DENSITY_MAX_SIDE 65536
 
 int nc_density_alloc(int w, int h, double x0, double x1, double y0, double y1, bool coloured,
@@ -47,8 +49,8 @@ int nc_density_alloc(int w, int h, double x0, double x1, double y0, double y1, b
      * (+=), which would map the shared zero page, and the write after it a
      * copy-on-write fault that flushes the TLB of every thread of the
      * process; written first, each page faults once, without a flush */
-    d->count = malloc(npix * sizeof *d->count);
-    d->rgb = coloured ? malloc(3 * npix * sizeof *d->rgb) : NULL;
+    d->count = nc_big_alloc(npix * sizeof *d->count);
+    d->rgb = coloured ? nc_big_alloc(3 * npix * sizeof *d->rgb) : NULL;
     if (!d->count || (coloured && !d->rgb)) {
         nc_density_free(d);
         return nc_err_set(err, NC_ENOMEM, "density raster %d x %d: out of memory", w, h);
