@@ -334,7 +334,8 @@ int nc_layer_fit_channel(run *r, double alpha0, double amax, size_t points, nc_f
                          int *passes, nc_err *err)
 {
     const size_t d = r->d;
-    double *mem = nc_big_alloc(((size_t)NC_SHARDS * CH_N + 4) * d * sizeof *mem);
+    const size_t mem_bytes = ((size_t)NC_SHARDS * CH_N + 4) * d * sizeof(double);
+    double *mem = nc_big_alloc(mem_bytes);
     double *pc = malloc(2 * d * sizeof *pc);
     nc_codetab_span span = {0}, *sp = NULL;
     double *ttab = NULL;
@@ -408,7 +409,7 @@ int nc_layer_fit_channel(run *r, double alpha0, double amax, size_t points, nc_f
 out:
     nc_codetab_span_free(&span);
     free(ttab);
-    free(mem);
+    nc_big_free(mem, mem_bytes);
     free(pc);
     free(idx);
     free(subc);

@@ -420,7 +420,7 @@ typedef struct analysis {
 
 static void analysis_free(analysis *A)
 {
-    free(A->binmem);
+    nc_big_free(A->binmem, 4 * NC_SHARDS * A->nbins * sizeof *A->binmem);
     free(A->pxy);
     free(A->slot);
     free(A->bc);

@@ -433,6 +433,9 @@ static void jac_finish(const verify_acc *V, nc_layer_jac *J)
     J->done = true;
 }
 
+/* The value tables' block: f and f' per fit, and tanh(alpha x). */
+#define TABLES_BYTES ((2 * NC_FIT_COUNT + 1) * (size_t)65536 * sizeof(double))
+
 /* For a 16-bit input with enough points (codetab.h): f and f' of every
  * fit but the affine one, and tanh(alpha x) of the per-channel fit, over
  * the codes the layer can hold, into *mem (owned by the caller; NULL:
@@ -446,7 +449,7 @@ static int make_tables(verify_ctx *vc, const nc_layer_result *res, double **mem,
     nc_codetab_span span;
     double amax = fmax(fabs(res->stats.min), fabs(res->stats.max));
     if (nc_codetab_span_make(r->spec->x->dtype, amax, &span) ||
-        !(*mem = nc_big_alloc((2 * NC_FIT_COUNT + 1) * (size_t)65536 * sizeof **mem))) {
+        !(*mem = nc_big_alloc(TABLES_BYTES))) {
         nc_codetab_span_free(&span);
         return nc_err_set(err, NC_ENOMEM, "%s: out of memory for the value tables",
                           r->spec->name);
@@ -548,7 +551,7 @@ int nc_layer_verify(run *r, nc_layer_result *res, nc_err *err)
     if (vc->jac)
         jac_finish(V, vc->jac);
 out:
-    free(tables);
+    nc_big_free(tables, TABLES_BYTES);
     free(vc);
     return rc;
 }

@@ -105,7 +105,8 @@ void nc_density_free(nc_density *d)
 {
     if (!d)
         return;
-    free(d->count);
-    free(d->rgb);
+    size_t npix = (size_t)d->w * (size_t)d->h;
+    nc_big_free(d->count, npix * sizeof *d->count);
+    nc_big_free(d->rgb, 3 * npix * sizeof *d->rgb);
     free(d);
 }
