@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -81,6 +82,8 @@ struct nc_dump {
     size_t nall;
     bool have_sha;
     char sha[65];
+    struct stat fst;         /* the file when it was mapped (the hasher's check) */
+    nc_dump_hasher *hasher;  /* hashing this dump in the background, or NULL */
 };
 
 /* A file the user pointed at that is not there or not readable is theirs
@@ -176,6 +179,7 @@ static int open_file(const char *path, bool shards_ok, nc_dump **out, nc_err *er
         goto out;
     }
     dump->len = (size_t)st.st_size;
+    dump->fst = st;
     /* no MAP_POPULATE: a model's files are mapped whole at once, but each
      * layer's tensors are brought in (nc_dump_advise) only while the layer
      * is analysed and dropped from this process afterwards, so memory stays
@@ -515,8 +519,160 @@ void nc_dump_advise(const nc_tensor *t, bool need)
     madvise(start, len, MADV_WILLNEED); /* kernels before 5.14: read ahead only */
 }
 
+/* The hex digest of c into dump (cached). */
+static void set_sha(nc_dump *dump, nc_sha256 *c)
+{
+    unsigned char h[32];
+    nc_sha256_final(c, h);
+    for (int k = 0; k < 32; k++) {
+        static const char digits[] = "0123456789abcdef";
+        dump->sha[2 * k] = digits[h[k] >> 4];
+        dump->sha[2 * k + 1] = digits[h[k] & 15];
+    }
+    dump->sha[64] = '\0';
+}
+
+/* ---------------------------------------------------- background hasher */
+
+struct nc_dump_hasher {
+    nc_dump *const *dumps;
+    size_t n;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t done_cond;
+    size_t next;       /* dumps before this one are finished (hashed or left undone) */
+    bool stop;
+    unsigned char *buf; /* [HASH_BUF] */
+};
+
+#define HASH_BUF ((size_t)4 << 20)
+
+/* One file's bytes into c by pread, if it is still the file dump mapped;
+ * false if not (changed, unreadable, short) or asked to stop. */
+static bool hash_file(nc_dump_hasher *h, const nc_dump *dump, nc_sha256 *c)
+{
+    int fd = open(dump->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    bool ok = fstat(fd, &st) == 0 && st.st_dev == dump->fst.st_dev &&
+              st.st_ino == dump->fst.st_ino && st.st_size == dump->fst.st_size &&
+              st.st_mtim.tv_sec == dump->fst.st_mtim.tv_sec &&
+              st.st_mtim.tv_nsec == dump->fst.st_mtim.tv_nsec;
+    for (size_t at = 0; ok && at < dump->len;) {
+        pthread_mutex_lock(&h->lock);
+        bool stop = h->stop;
+        pthread_mutex_unlock(&h->lock);
+        if (stop) {
+            ok = false;
+            break;
+        }
+        size_t want = dump->len - at < HASH_BUF ? dump->len - at : HASH_BUF;
+        ssize_t got = pread(fd, h->buf, want, (off_t)at);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) { /* an error, or the file ends early: not this one's bytes */
+            ok = false;
+            break;
+        }
+        nc_sha256_update(c, h->buf, (size_t)got);
+        at += (size_t)got;
+    }
+    close(fd);
+    return ok;
+}
+
+static void *hasher_main(void *arg)
+{
+    nc_dump_hasher *h = arg;
+    for (size_t k = 0; k < h->n; k++) {
+        nc_dump *dump = h->dumps[k];
+        bool ok = false;
+        nc_sha256 c;
+        nc_sha256_init(&c);
+        if (dump->kind == KIND_SHARDS) {
+            ok = true;
+            for (size_t p = 0; ok && p < dump->nparts; p++)
+                ok = hash_file(h, dump->parts[p], &c);
+        } else if (dump->kind != KIND_MEMORY) {
+            ok = hash_file(h, dump, &c);
+        }
+        pthread_mutex_lock(&h->lock);
+        if (ok && !dump->have_sha) {
+            set_sha(dump, &c);
+            dump->have_sha = true;
+        }
+        h->next = k + 1;
+        pthread_cond_broadcast(&h->done_cond);
+        bool stop = h->stop;
+        pthread_mutex_unlock(&h->lock);
+        if (stop)
+            break;
+    }
+    pthread_mutex_lock(&h->lock);
+    h->next = h->n;
+    pthread_cond_broadcast(&h->done_cond);
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+nc_dump_hasher *nc_dump_hasher_start(nc_dump *const *dumps, size_t n)
+{
+    nc_dump_hasher *h = calloc(1, sizeof *h);
+    if (!h || !(h->buf = malloc(HASH_BUF))) {
+        free(h);
+        return NULL;
+    }
+    h->dumps = dumps;
+    h->n = n;
+    pthread_mutex_init(&h->lock, NULL);
+    pthread_cond_init(&h->done_cond, NULL);
+    for (size_t k = 0; k < n; k++)
+        dumps[k]->hasher = h;
+    if (pthread_create(&h->thread, NULL, hasher_main, h) != 0) {
+        for (size_t k = 0; k < n; k++)
+            dumps[k]->hasher = NULL;
+        pthread_mutex_destroy(&h->lock);
+        pthread_cond_destroy(&h->done_cond);
+        free(h->buf);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void nc_dump_hasher_stop(nc_dump_hasher *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->lock);
+    h->stop = true;
+    pthread_mutex_unlock(&h->lock);
+    pthread_join(h->thread, NULL);
+    for (size_t k = 0; k < h->n; k++)
+        h->dumps[k]->hasher = NULL;
+    pthread_mutex_destroy(&h->lock);
+    pthread_cond_destroy(&h->done_cond);
+    free(h->buf);
+    free(h);
+}
+
+/* Waits until the hasher has finished (or left) dump. */
+static void hasher_wait(nc_dump_hasher *h, const nc_dump *dump)
+{
+    pthread_mutex_lock(&h->lock);
+    size_t k = 0;
+    while (k < h->n && h->dumps[k] != dump)
+        k++;
+    while (h->next <= k && h->next < h->n)
+        pthread_cond_wait(&h->done_cond, &h->lock);
+    pthread_mutex_unlock(&h->lock);
+}
+
 void nc_dump_sha256(nc_dump *dump, char hex[65])
 {
+    if (dump->hasher)
+        hasher_wait(dump->hasher, dump);
     if (!dump->have_sha) {
         nc_sha256 c;
         nc_sha256_init(&c);
@@ -528,14 +684,7 @@ void nc_dump_sha256(nc_dump *dump, char hex[65])
                 hash_mapped(&c, dump->parts[k]->map, dump->parts[k]->len);
         else
             hash_mapped(&c, dump->map, dump->len);
-        unsigned char h[32];
-        nc_sha256_final(&c, h);
-        for (int k = 0; k < 32; k++) {
-            static const char digits[] = "0123456789abcdef";
-            dump->sha[2 * k] = digits[h[k] >> 4];
-            dump->sha[2 * k + 1] = digits[h[k] & 15];
-        }
-        dump->sha[64] = '\0';
+        set_sha(dump, &c);
         dump->have_sha = true;
     }
     memcpy(hex, dump->sha, 65);

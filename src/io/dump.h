@@ -73,8 +73,31 @@ bool nc_glob_is_pattern(const char *pattern);
 bool nc_glob_match(const char *pattern, const char *name);
 
 /* Hex SHA-256 of the file's bytes (computed once, then cached); for an
- * in-memory dump, of the tensors' bytes in order. */
+ * in-memory dump, of the tensors' bytes in order. When a hasher (below) has
+ * the dump, waits for its digest. */
 void nc_dump_sha256(nc_dump *dump, char hex[65]);
+
+/* A background hasher: one thread that computes, in order, the SHA-256 of
+ * each file dump given, while the caller goes on (the analysis), so that
+ * the digests are ready when the report asks for them. It reads each file
+ * with pread into a 4 MB buffer, not through the mapping, so the process's
+ * memory does not grow and the analysis's pages are left alone; first it
+ * checks the file is still the one that was mapped (device, inode, size,
+ * modification time). A file that changed or cannot be read again, or a
+ * read that comes up short, is left undone: nc_dump_sha256 then hashes the
+ * mapping itself (and a file that shrank raises SIGBUS there, as in the
+ * analysis). Dumps without a file (in memory) are skipped. */
+typedef struct nc_dump_hasher nc_dump_hasher;
+
+/* Starts hashing dumps[0..n) (borrowed: they must outlive the hasher).
+ * Returns NULL (and hashes nothing in the background) when out of memory
+ * or when the thread cannot be started: nc_dump_sha256 still works. */
+nc_dump_hasher *nc_dump_hasher_start(nc_dump *const *dumps, size_t n);
+
+/* Stops the hasher (it finishes the file it is reading at most 4 MB
+ * later), waits for its thread and frees it; digests already made stay
+ * cached in their dumps. Accepts NULL. */
+void nc_dump_hasher_stop(nc_dump_hasher *h);
 
 /* The path of the mapped dump whose mapping contains addr, or NULL.
  * Async-signal-safe (reads a fixed table): for the CLI's SIGBUS handler,

@@ -707,8 +707,29 @@ static int run_summary(nc_plan *plan, nc_err *err)
     return 0;
 }
 
+/* Starts hashing the inputs' files in the background (the report's
+ * digests), each dump once, in the order of the inputs. Without memory or
+ * a thread, nothing starts and the report hashes them itself. */
+static void start_hashing(nc_plan *plan)
+{
+    if (plan->hasher || plan->ninputs == 0 ||
+        !(plan->hash_order = malloc(plan->ninputs * sizeof *plan->hash_order)))
+        return;
+    size_t n = 0;
+    for (size_t k = 0; k < plan->ninputs; k++) {
+        nc_dump *d = plan->inputs[k].dump;
+        bool seen = false;
+        for (size_t j = 0; j < n && !seen; j++)
+            seen = plan->hash_order[j] == d;
+        if (!seen)
+            plan->hash_order[n++] = d;
+    }
+    plan->hasher = nc_dump_hasher_start(plan->hash_order, n);
+}
+
 int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err)
 {
+    start_hashing(plan);
     for (size_t k = 0; k < plan->nlayers; k++) {
         if (!plan->layers[k].in_shard)
             continue; /* another shard's (run --shard) */
@@ -743,6 +764,8 @@ void nc_plan_close(nc_plan *plan)
                 nc_sweep_result_free(&plan->layers[k].sweep[p]);
         nc_outlier_steps_free(&plan->layers[k].outlier_steps);
     }
+    nc_dump_hasher_stop(plan->hasher); /* before the dumps it reads are closed */
+    free(plan->hash_order);
     free(plan->layers);
     free(plan->inputs);
     free(plan->summaries);

@@ -102,6 +102,8 @@ typedef struct nc_plan {
     bool has_run;
     nc_layer_summary *summaries; /* [layers done], in layer order; names borrowed */
     nc_run_summary run;
+    nc_dump **hash_order;   /* owned list (dumps borrowed): the inputs' dumps, once each */
+    nc_dump_hasher *hasher; /* their digests, made in the background during nc_plan_run */
 } nc_plan;
 
 /* Resolves cfg (which must outlive the plan). */
@@ -112,7 +114,8 @@ int nc_plan_open(const nc_config *cfg, nc_plan **out, nc_err *err);
 bool nc_plan_in_shard(const nc_config *cfg, size_t index);
 
 /* Analyses every layer of the shard (plan.h nc_plan_in_shard); progress may
- * be NULL. */
+ * be NULL. Meanwhile a background thread hashes the inputs' files for the
+ * report (io/dump.h nc_dump_hasher), stopped by nc_plan_close. */
 int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err);
 
 /* Brings a layer's mapped tensors into memory (need) or drops them from
