@@ -15,6 +15,7 @@
 #include "io/dump.h"
 #include "io/safetensors.h"
 #include "io/shards.h"
+#include "util/sha256.h"
 #include "util/sink.h"
 
 static char dir[64];
@@ -170,6 +171,102 @@ static void index_parser(void)
                       "0x01) outside a string (expected JSON white space)");
 }
 
+/* The SHA-256 of the files' bytes, concatenated, as hex. */
+static void sha_of_files(const char *const *names, int n, char hex[65])
+{
+    nc_sha256 c;
+    nc_sha256_init(&c);
+    for (int k = 0; k < n; k++) {
+        FILE *f = fopen(at(names[k]), "rb");
+        CHECK(f != NULL);
+        unsigned char buf[65536];
+        size_t got;
+        while (f && (got = fread(buf, 1, sizeof buf, f)) > 0)
+            nc_sha256_update(&c, buf, got);
+        if (f)
+            fclose(f);
+    }
+    unsigned char h[32];
+    nc_sha256_final(&c, h);
+    for (int k = 0; k < 32; k++)
+        snprintf(hex + 2 * k, 3, "%02x", h[k]);
+}
+
+/* A safetensors file with one float tensor "big.input" [n / 64, 64]. */
+static void write_big(const char *name, size_t n, float base)
+{
+    float *x = malloc(n * sizeof *x);
+    CHECK(x != NULL);
+    if (!x)
+        return;
+    for (size_t k = 0; k < n; k++)
+        x[k] = base + (float)(k % 1000);
+    uint64_t sh[2] = {n / 64, 64};
+    nc_st_entry e[1] = {{"big.input", NC_F32, 2, sh, x}};
+    nc_membuf mb = {0};
+    nc_sink s = nc_membuf_sink(&mb);
+    nc_err err = {0};
+    CHECK_INT(0, nc_st_write(&s, e, 1, NULL, &err));
+    write_file(name, mb.data, mb.len);
+    nc_membuf_free(&mb);
+    free(x);
+}
+
+/* The background hasher (io/dump.h): digests of a file larger than its
+ * buffer and of a sharded dump (its shards in order) equal the files'
+ * own; a file replaced after it was mapped is not read again but hashed
+ * from the mapping (the bytes the analysis read); a hasher stopped at once
+ * leaves the digests to nc_dump_sha256. */
+static void hasher(void)
+{
+    write_big("h_big.safetensors", (size_t)3 << 20, 0.5f); /* 12 MB: three reads */
+    write_big("h_swap.safetensors", 4096, 1.5f);
+    char want_big[65], want_two[65], want_swap[65], got[65];
+    const char *big[] = {"h_big.safetensors"}, *swap[] = {"h_swap.safetensors"};
+    const char *two[] = {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"};
+    sha_of_files(big, 1, want_big);
+    sha_of_files(two, 2, want_two);
+    sha_of_files(swap, 1, want_swap);
+    char spec[256];
+    snprintf(spec, sizeof spec, "%s/model-*.safetensors", dir);
+    nc_dump *d[3] = {NULL, NULL, NULL};
+    nc_err err = {0};
+    CHECK_INT(0, nc_dump_open(at("h_big.safetensors"), &d[0], &err));
+    CHECK_INT(0, nc_dump_open(spec, &d[1], &err));
+    CHECK_INT(0, nc_dump_open(at("h_swap.safetensors"), &d[2], &err));
+    if (!d[0] || !d[1] || !d[2])
+        goto out;
+    /* replace h_swap by other bytes of the same size: a new file (inode) */
+    write_big("h_swap.tmp", 4096, 2.5f);
+    char from[256];
+    snprintf(from, sizeof from, "%s", at("h_swap.tmp"));
+    CHECK_INT(0, rename(from, at("h_swap.safetensors")));
+    nc_dump_hasher *h = nc_dump_hasher_start(d, 3);
+    CHECK(h != NULL);
+    nc_dump_sha256(d[0], got);
+    CHECK_STR(want_big, got);
+    nc_dump_sha256(d[1], got);
+    CHECK_STR(want_two, got);
+    nc_dump_sha256(d[2], got);
+    CHECK_STR(want_swap, got); /* the mapped bytes, not the new file's */
+    nc_dump_hasher_stop(h);
+    for (int k = 0; k < 3; k++)
+        nc_dump_close(d[k]);
+    /* stopped at once: nc_dump_sha256 hashes whatever was left */
+    CHECK_INT(0, nc_dump_open(at("h_big.safetensors"), &d[0], &err));
+    d[1] = d[2] = NULL;
+    if (d[0]) {
+        nc_dump_hasher_stop(nc_dump_hasher_start(d, 1));
+        nc_dump_sha256(d[0], got);
+        CHECK_STR(want_big, got);
+    }
+out:
+    for (int k = 0; k < 3; k++)
+        nc_dump_close(d[k]);
+    unlink(at("h_big.safetensors"));
+    unlink(at("h_swap.safetensors"));
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/nc_test_dump_XXXXXX");
@@ -194,6 +291,7 @@ int main(void)
     write_text("shards.txt", index);
     check_two(at("shards.txt"));
     check_two(dir); /* the folder now reads its index */
+    hasher();
 
     /* a single shard still opens as a plain file */
     nc_dump *one = NULL;
