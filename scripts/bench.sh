@@ -27,7 +27,8 @@ echo "== stages, through the library ($BUILD/normcmp-bench) =="
 "$BUILD/normcmp-bench" "$data" "$reps"
 echo
 
-echo "== the whole command, end to end (wall s, peak RSS) =="
+echo "== the whole command, end to end (wall s, peak RSS; goal for fit with the Jacobian: 0.4 s) =="
+echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for what in "fit --no-jacobian" "fit"; do
     walls=""
     rss=0
@@ -44,6 +45,7 @@ for what in "fit --no-jacobian" "fit"; do
     printf '  normcmp %-18s median %6.2f s  (runs:%s)  peak RSS %d MB (file %d MB)\n' \
         "$what" "$med" "$walls" $((rss / 1024)) $(($(stat -c %s "$data") / 1048576))
 done
+echo "  load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 
 # the 7B-shaped model and the ratios against the NumPy pipelines

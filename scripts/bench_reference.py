@@ -8,9 +8,13 @@
       scatter --no-jacobian` does, written the fast NumPy way: LayerNorm and
       the input statistics, bins of x with per-bin sums, the pooled fits
       (affine, DyT, DyISRU with fixed and free scale, Derf, the two theory
-      curves) on the bin means, per-channel gamma/beta of DyT, the exact
-      error metrics of every fit over all points, a log-density scatter
-      (np.histogram2d, 1050 x 780) with the curves, and a JSON report
+      curves) on the bin means, DyT with per-channel gamma/beta fitted as
+      normcmp fits it (Newton on log alpha from the pooled fit, on a strided
+      sample of the tokens, then on all of them), the exact error metrics
+      (SSE, RMSE, R^2, max and mean absolute error) of every fit and of the
+      two theory curves with each token's own scale, over all points, DyT's
+      saturation shares, a log-density scatter (np.histogram2d, 1050 x 780)
+      with the curves, and a JSON report
 
 Prints the time per stage, then "total".
 """
@@ -59,6 +63,79 @@ def main(path):
     stage("total", t0)
 
 
+def chan_sums(x, y, alpha):
+    """Per channel: sums over tokens of T = tanh(alpha x), T^2, yT and their
+    first two alpha-derivatives (normcmp's channel.c, chan_block)."""
+    T = np.tanh(alpha * x)
+    T1 = x * (1 - T * T)
+    T2 = -2 * x * T * T1
+    return [T.sum(0), (T * T).sum(0), (y * T).sum(0), T1.sum(0), (T * T1).sum(0),
+            (y * T1).sum(0), T2.sum(0), (T1 * T1 + T * T2).sum(0), (y * T2).sum(0)]
+
+
+def chan_objective(S, sy, syy, n):
+    """The profiled objective S(alpha) = sum_i min_{g,b} sum_t (y - g T - b)^2,
+    its first two alpha-derivatives, gamma_i, beta_i and their alpha-derivatives
+    (normcmp's chan_objective, vectorised over channels)."""
+    a, b, cy, a1, b1, cy1, a2, b2, cy2 = S
+    b1, b2 = 2 * b1, 2 * b2
+    det = n * b - a * a
+    ok = det > 1e-14 * n * b
+    sd = np.where(ok, det, 1.0)
+    g = np.where(ok, (n * cy - a * sy) / sd, 0.0)
+    bt = np.where(ok, (b * sy - a * cy) / sd, sy / n)
+    s0 = np.where(ok, syy - (cy * g + sy * bt), syy - sy * sy / n).sum()
+    mz0, mz1 = b1 * g + a1 * bt, a1 * g
+    s1 = np.where(ok, -2 * cy1 * g + (g * mz0 + bt * mz1), 0.0).sum()
+    r0, r1 = cy1 - mz0, -mz1
+    zp0 = np.where(ok, (n * r0 - a * r1) / sd, 0.0)
+    zp1 = np.where(ok, (b * r1 - a * r0) / sd, 0.0)
+    zmz = zp0 * (b * zp0 + a * zp1) + zp1 * (a * zp0 + n * zp1)
+    zm2z = g * (b2 * g + a2 * bt) + bt * (a2 * g)
+    s2 = np.where(ok, -2 * cy2 * g + zm2z - 2 * zmz, 0.0).sum()
+    return g, bt, zp0, zp1, s0, s1, s2
+
+
+def newton(x, y, u, tol, finish, max_passes=30):
+    """Safeguarded Newton on u = log(alpha), one pass over x per step, with
+    normcmp's step rules (channel.c, newton_channel)."""
+    n = x.shape[0]
+    sy, syy = y.sum(0), (y * y).sum(0)
+    u_prev, S_prev, step, g, bt = u, np.inf, 0.0, None, None
+    for _ in range(max_passes):
+        alpha = np.exp(u)
+        g, bt, zp0, zp1, S, S1, S2 = chan_objective(chan_sums(x, y, alpha), sy, syy, n)
+        if S > S_prev and abs(step) > 1e-6:
+            step *= 0.5
+            u = u_prev + step
+            continue
+        Su, Suu = alpha * S1, alpha * alpha * S2 + alpha * S1
+        step = -Su / Suu if Suu > 0 else (-0.5 if Su > 0 else 0.5)
+        step = min(max(step, -0.5), 0.5)
+        u_prev, S_prev = u, S
+        if abs(step) < tol or Su == 0:
+            return u, g, bt
+        if abs(step) < finish and Suu > 0:
+            da = alpha * np.expm1(step)
+            return u + step, g + zp0 * da, bt + zp1 * da
+        u += step
+    return u_prev, g, bt
+
+
+def per_channel_newton(x, y, alpha0):
+    """DyT with per-channel gamma_i, beta_i as normcmp fits it: Newton on a
+    strided sample of the tokens (one in 8, at least 2^20 points) to 1e-4,
+    then on all tokens to 1e-11, the last step below 1e-5 applied along the
+    derivative of (gamma_i, beta_i)."""
+    u = np.log(alpha0)
+    N, d = x.shape
+    m = (N + 7) // 8
+    if m < N and m * d >= 1 << 20:
+        u, _, _ = newton(x[::8], y[::8], u, 1e-4, 0.0)
+    u, g, bt = newton(x, y, u, 1e-11, 1e-5)
+    return np.exp(u), g, bt
+
+
 def same_work(path):
     import json
     t0 = time.perf_counter()
@@ -105,26 +182,31 @@ def same_work(path):
     f_derf = lambda v, al, sh, g, be: g * erf(al * v + sh) + be
     r, _ = curve_fit(f_derf, bx, by, p0=[p[0], 0.0, p[1], p[2]], sigma=sig, maxfev=2000)
     curves["derf"] = lambda v, r=r: f_derf(v, *r)
-    curves["dyt_theory"] = lambda v: np.sqrt(d) * np.tanh(v / (rho * np.sqrt(d)))
-    curves["dyisru_theory"] = lambda v: np.sqrt(d) * v / np.sqrt(v * v + d * rho * rho)
+    # the theory curves with one scale rho for the layer (LayerNorm: A = sqrt(d - 1))
+    curves["dyt_theory"] = lambda v: A * np.tanh(A * v / (d * rho))
+    curves["dyisru_theory"] = lambda v: A * v / np.sqrt(v * v + (d * rho / A) ** 2)
     t = stage("pooled fits on the bins (7)", t)
-    th = np.tanh(p[0] * x)  # per channel: y ~ gamma_i tanh(alpha x) + beta_i
-    st, stt = th.sum(axis=0), (th * th).sum(axis=0)
-    sy_c, sty = y.sum(axis=0), (th * y).sum(axis=0)
-    den = N * stt - st * st
-    gam = (N * sty - st * sy_c) / den
-    bet = (sy_c - gam * st) / N
-    t = stage("DyT per channel gamma, beta", t)
+    alpha, gam, bet = per_channel_newton(x, y, p[0])
+    t = stage("DyT per channel: Newton on alpha", t)
     sst = ((ys - ys.mean()) ** 2).sum()
     metrics = {}
+
+    def errors(e):
+        a = np.abs(e)
+        sse = (a * a).sum()
+        return dict(sse=sse, rmse=np.sqrt(sse / e.size), r2=1 - sse / sst, max_abs_err=a.max(),
+                    mean_abs_err=a.mean())
+
     for name, f in curves.items():
-        e = f(xs) - ys
-        sse = (e * e).sum()
-        metrics[name] = dict(sse=sse, rmse=np.sqrt(sse / e.size), r2=1 - sse / sst,
-                             max_abs_err=np.abs(e).max(), mean_abs_err=np.abs(e).mean())
-    e = (gam * th + bet - y).ravel()
-    sse = (e * e).sum()
-    metrics["dyt_per_channel"] = dict(sse=sse, r2=1 - sse / sst, max_abs_err=np.abs(e).max())
+        metrics[name] = errors(f(xs) - ys)
+    metrics["dyt_per_channel"] = errors((gam * np.tanh(alpha * x) + bet - y).ravel())
+    # the theory curves with each token's own scale s_t, in u = x - mu_t
+    u = x - mu
+    metrics["dyt_theory_token"] = errors((A * np.tanh(A * u / (d * scale)) - y).ravel())
+    metrics["dyisru_theory_token"] = errors(
+        (A * u / np.sqrt(u * u + (d * scale / A) ** 2) - y).ravel())
+    ax = np.abs(p[0] * xs)
+    metrics["saturation"] = [float((ax > k).mean()) for k in (1, 2, 3)]
     t = stage("exact metrics of every fit", t)
     import matplotlib
     matplotlib.use("Agg")
@@ -140,7 +222,7 @@ def same_work(path):
     ax.legend()
     fig.savefig("/dev/null", format="png")
     t = stage("density scatter + curves (PNG)", t)
-    json.dump(dict(stats=stats, metrics=metrics, dyt=p.tolist(), gamma=gam.tolist(),
+    json.dump(dict(stats=stats, metrics=metrics, dyt=p.tolist(), alpha=alpha, gamma=gam.tolist(),
                    beta=bet.tolist()), open("/dev/null", "w"), default=float)
     stage("report (JSON)", t)
     stage("total", t0)

@@ -6,8 +6,10 @@
  * Times, as medians of REPEATS runs (min and max beside them): a plain
  * streaming read of the mapped input (the floor a pass cannot beat), the
  * SHA-256 of the file, the whole layer analysis with its stages (stats,
- * bins, fits, per-channel Newton, exact metrics) and its number of passes,
- * the Jacobian stage (analytic pass, summaries, dense check, its GFLOP/s) and
+ * bins, fits, per-channel Newton, the verify pass with the exact metrics and
+ * the Jacobian's per-token sums, as in a run) and its number of passes, the
+ * Jacobian stage (its own pass, which runs only for real gradients:
+ * 0 here; summaries; dense check, its GFLOP/s) and
  * OpenBLAS's own sgemm/dgemm rate on this machine, and the time to render
  * the layer's scatter figure with its fitted curves (the raster pass over
  * all points, layout, drawing, PNG encoding). The machine is shared
@@ -118,8 +120,8 @@ int main(int argc, char **argv)
     series read = {"plain read", .n = 0}, hash = {"sha256 of the file", .n = 0};
     series total = {"analysis (all fits)", .n = 0}, stats = {"  stats", .n = 0},
            bins = {"  bins", .n = 0}, fits = {"  fits (on the bins)", .n = 0},
-           chan = {"  per-channel DyT", .n = 0}, verify = {"  exact metrics", .n = 0};
-    series jac = {"jacobian stage", .n = 0}, jan = {"  analytic pass", .n = 0},
+           chan = {"  per-channel DyT", .n = 0}, verify = {"  exact metrics + J sums", .n = 0};
+    series jac = {"jacobian stage", .n = 0}, jan = {"  own pass (real grads)", .n = 0},
            jst = {"  summaries, ranking", .n = 0}, jde = {"  dense check", .n = 0},
            jgf = {"  dense GFLOP/s", .n = 0};
     series fig = {"scatter figure (PNG)", .n = 0};
