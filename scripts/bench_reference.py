@@ -9,8 +9,8 @@
       the input statistics, bins of x with per-bin sums, the pooled fits
       (affine, DyT, DyISRU with fixed and free scale, Derf, the two theory
       curves) on the bin means, DyT with per-channel gamma/beta fitted as
-      normcmp fits it (Newton on log alpha from the pooled fit, on a strided
-      sample of the tokens, then on all of them), the exact error metrics
+      normcmp fits it (Halley's method on log alpha from the pooled fit, on a
+      strided sample of the tokens, then on all of them), the exact error metrics
       (SSE, RMSE, R^2, max and mean absolute error) of every fit and of the
       two theory curves with each token's own scale, over all points, DyT's
       saturation shares, a log-density scatter (np.histogram2d, 1050 x 780)
@@ -65,20 +65,22 @@ def main(path):
 
 def chan_sums(x, y, alpha):
     """Per channel: sums over tokens of T = tanh(alpha x), T^2, yT and their
-    first two alpha-derivatives (normcmp's channel.c, chan_block)."""
+    first three alpha-derivatives (normcmp's channel.c, chan_block)."""
     T = np.tanh(alpha * x)
     T1 = x * (1 - T * T)
     T2 = -2 * x * T * T1
+    T3 = -2 * x * (T1 * T1 + T * T2)
     return [T.sum(0), (T * T).sum(0), (y * T).sum(0), T1.sum(0), (T * T1).sum(0),
-            (y * T1).sum(0), T2.sum(0), (T1 * T1 + T * T2).sum(0), (y * T2).sum(0)]
+            (y * T1).sum(0), T2.sum(0), (T1 * T1 + T * T2).sum(0), (y * T2).sum(0),
+            T3.sum(0), (3 * T1 * T2 + T * T3).sum(0), (y * T3).sum(0)]
 
 
 def chan_objective(S, sy, syy, n):
     """The profiled objective S(alpha) = sum_i min_{g,b} sum_t (y - g T - b)^2,
-    its first two alpha-derivatives, gamma_i, beta_i and their alpha-derivatives
-    (normcmp's chan_objective, vectorised over channels)."""
-    a, b, cy, a1, b1, cy1, a2, b2, cy2 = S
-    b1, b2 = 2 * b1, 2 * b2
+    its first three alpha-derivatives, gamma_i, beta_i and their first two
+    alpha-derivatives (normcmp's chan_objective, vectorised over channels)."""
+    a, b, cy, a1, b1, cy1, a2, b2, cy2, a3, b3, cy3 = S
+    b1, b2, b3 = 2 * b1, 2 * b2, 2 * b3
     det = n * b - a * a
     ok = det > 1e-14 * n * b
     sd = np.where(ok, det, 1.0)
@@ -90,49 +92,63 @@ def chan_objective(S, sy, syy, n):
     r0, r1 = cy1 - mz0, -mz1
     zp0 = np.where(ok, (n * r0 - a * r1) / sd, 0.0)
     zp1 = np.where(ok, (b * r1 - a * r0) / sd, 0.0)
-    zmz = zp0 * (b * zp0 + a * zp1) + zp1 * (a * zp0 + n * zp1)
-    zm2z = g * (b2 * g + a2 * bt) + bt * (a2 * g)
-    s2 = np.where(ok, -2 * cy2 * g + zm2z - 2 * zmz, 0.0).sum()
-    return g, bt, zp0, zp1, s0, s1, s2
+    mzp0, mzp1 = b * zp0 + a * zp1, a * zp0 + n * zp1
+    m2z0, m2z1 = b2 * g + a2 * bt, a2 * g
+    s2 = np.where(ok, -2 * cy2 * g + (g * m2z0 + bt * m2z1) - 2 * (zp0 * mzp0 + zp1 * mzp1),
+                  0.0).sum()
+    w0, w1 = cy2 - 2 * (b1 * zp0 + a1 * zp1) - m2z0, -2 * (a1 * zp0) - m2z1
+    zpp0 = np.where(ok, (n * w0 - a * w1) / sd, 0.0)
+    zpp1 = np.where(ok, (b * w1 - a * w0) / sd, 0.0)
+    f3 = (2 * cy3 * g + 2 * cy2 * zp0 + 4 * (zpp0 * mzp0 + zpp1 * mzp1)
+          + 2 * (zp0 * (b1 * zp0 + a1 * zp1) + zp1 * (a1 * zp0))
+          - 2 * (zp0 * m2z0 + zp1 * m2z1) - (g * (b3 * g + a3 * bt) + bt * (a3 * g)))
+    s3 = -np.where(ok, f3, 0.0).sum()
+    return g, bt, zp0, zp1, zpp0, zpp1, (s0, s1, s2, s3)
 
 
 def newton(x, y, u, tol, finish, max_passes=30):
-    """Safeguarded Newton on u = log(alpha), one pass over x per step, with
-    normcmp's step rules (channel.c, newton_channel)."""
+    """Safeguarded Halley iteration on u = log(alpha), one pass over x per
+    step, with normcmp's step rules (channel.c, newton_channel)."""
     n = x.shape[0]
     sy, syy = y.sum(0), (y * y).sum(0)
     u_prev, S_prev, step, g, bt = u, np.inf, 0.0, None, None
     for _ in range(max_passes):
-        alpha = np.exp(u)
-        g, bt, zp0, zp1, S, S1, S2 = chan_objective(chan_sums(x, y, alpha), sy, syy, n)
-        if S > S_prev and abs(step) > 1e-6:
+        al = np.exp(u)
+        g, bt, zp0, zp1, zpp0, zpp1, S = chan_objective(chan_sums(x, y, al), sy, syy, n)
+        if S[0] > S_prev and abs(step) > 1e-6:
             step *= 0.5
             u = u_prev + step
             continue
-        Su, Suu = alpha * S1, alpha * alpha * S2 + alpha * S1
+        Su, Suu = al * S[1], al * al * S[2] + al * S[1]
+        Suuu = al ** 3 * S[3] + 3 * al * al * S[2] + al * S[1]
         step = -Su / Suu if Suu > 0 else (-0.5 if Su > 0 else 0.5)
+        if Suu > 0:
+            den = 2 * Suu * Suu - Su * Suuu
+            halley = -2 * Su * Suu / den if den != 0 else 0.0
+            if 0.5 <= halley / step <= 2:
+                step = halley
         step = min(max(step, -0.5), 0.5)
-        u_prev, S_prev = u, S
+        u_prev, S_prev = u, S[0]
         if abs(step) < tol or Su == 0:
             return u, g, bt
         if abs(step) < finish and Suu > 0:
-            da = alpha * np.expm1(step)
-            return u + step, g + zp0 * da, bt + zp1 * da
+            da = al * np.expm1(step)
+            return u + step, g + zp0 * da + 0.5 * zpp0 * da * da, bt + zp1 * da + 0.5 * zpp1 * da * da
         u += step
     return u_prev, g, bt
 
 
 def per_channel_newton(x, y, alpha0):
-    """DyT with per-channel gamma_i, beta_i as normcmp fits it: Newton on a
-    strided sample of the tokens (one in 8, at least 2^20 points) to 1e-4,
-    then on all tokens to 1e-11, the last step below 1e-5 applied along the
-    derivative of (gamma_i, beta_i)."""
+    """DyT with per-channel gamma_i, beta_i as normcmp fits it: Halley's
+    method on a strided sample of the tokens (one in 8, at least 2^20 points)
+    to 1e-4, then on all tokens to 1e-11, the last step below 1e-4 applied
+    along the first two derivatives of (gamma_i, beta_i)."""
     u = np.log(alpha0)
     N, d = x.shape
     m = (N + 7) // 8
     if m < N and m * d >= 1 << 20:
         u, _, _ = newton(x[::8], y[::8], u, 1e-4, 0.0)
-    u, g, bt = newton(x, y, u, 1e-11, 1e-5)
+    u, g, bt = newton(x, y, u, 1e-11, 1e-4)
     return np.exp(u), g, bt
 
 
@@ -187,7 +203,7 @@ def same_work(path):
     curves["dyisru_theory"] = lambda v: A * v / np.sqrt(v * v + (d * rho / A) ** 2)
     t = stage("pooled fits on the bins (7)", t)
     alpha, gam, bet = per_channel_newton(x, y, p[0])
-    t = stage("DyT per channel: Newton on alpha", t)
+    t = stage("DyT per channel: Halley on alpha", t)
     sst = ((ys - ys.mean()) ** 2).sum()
     metrics = {}
 

@@ -1,14 +1,17 @@
 /*
  * channel.c - DyT with per-channel gamma_i, beta_i (the fit
- * "dyt_per_channel" of surrogate.h), fitted exactly by Newton passes over
+ * "dyt_per_channel" of surrogate.h), fitted exactly by Halley passes over
  * the layer's tokens (layer_internal.h; the "channel" stage of layer.h).
  *
  * Per channel i, f_i(x) = gamma_i tanh(alpha x) + beta_i with one alpha for
  * all channels. For a given alpha the best gamma_i, beta_i are a 2 x 2
  * least-squares solve per channel from sums over the tokens, so the
- * objective is profiled to one dimension, S(alpha), whose first two
- * derivatives come from the same pass (chan_objective). Newton runs on
- * log(alpha): first on a strided sample of the tokens, then on all of them.
+ * objective is profiled to one dimension, S(alpha), whose first three
+ * derivatives come from the same pass (chan_objective). Halley's method
+ * (Newton's with the third derivative: cubic convergence) runs on
+ * log(alpha): first on a strided sample of the tokens, then on all of them;
+ * on this project's benchmark layers that is two passes over all tokens,
+ * against three with Newton's method.
  *
  * Legend: N tokens, d channels; t a visited token, i a channel; x the
  * input, y = (x - c_t) * inv_t the norm's output before the affine part
@@ -31,18 +34,22 @@
 #include "core/vmath.h"
 #include "util/bigmem.h"
 
-/* Newton passes for the per-channel DyT fit. */
+/* Passes of the per-channel DyT fit. */
 #define CHANNEL_MAX_PASSES 30
 #define CHANNEL_TOL 1e-11 /* on the step in log(alpha) */
-#define CHANNEL_FINISH 1e-5 /* a step below this is applied without another pass */
+#define CHANNEL_FINISH 1e-4 /* a step below this is applied without another pass */
 
-/* The per-channel sums of a pass, each [d]: T, T^2, yT, their first (1) and
- * second (2) derivatives in alpha, then y and y^2. */
-enum { CH_T, CH_TT, CH_YT, CH_T1, CH_TT1, CH_YT1, CH_T2, CH_TT2, CH_YT2, CH_Y, CH_YY, CH_N };
+/* The per-channel sums of a pass, each [d]: T, T^2, yT, their first (1),
+ * second (2) and third (3) derivatives in alpha (for T^2 halved: T T1,
+ * T1^2 + T T2, 3 T1 T2 + T T3), then y and y^2. */
+enum {
+    CH_T, CH_TT, CH_YT, CH_T1, CH_TT1, CH_YT1, CH_T2, CH_TT2, CH_YT2, CH_T3, CH_TT3, CH_YT3,
+    CH_Y, CH_YY, CH_N
+};
 
-/* The sample of tokens the first Newton passes of the per-channel fit use:
+/* The sample of tokens the first passes of the per-channel fit use:
  * one token in CHANNEL_SAMPLE_STRIDE, but at least CHANNEL_SAMPLE_POINTS
- * points. Newton then needs only about two passes over all tokens. */
+ * points. The iteration then needs only about two passes over all tokens. */
 #define CHANNEL_SAMPLE_STRIDE 8
 #define CHANNEL_SAMPLE_POINTS ((size_t)1 << 20)
 #define CHANNEL_SAMPLE_TOL 1e-4 /* step in log(alpha) that ends the sampled stage */
@@ -69,7 +76,7 @@ typedef struct chan_ctx {
 
 /* The nine sums of chan_quad in registers, for four channels. */
 typedef struct quad {
-    v4d T, TT, YT, T1, TT1, YT1, T2, TT2, YT2;
+    v4d T, TT, YT, T1, TT1, YT1, T2, TT2, YT2, T3, TT3, YT3;
 } quad;
 
 /* For channels [i, i + 4) of the m tokens listed in k[] (rows of the
@@ -84,13 +91,15 @@ NC_VM_INLINE void chan_quad(double *A, size_t d, size_t i, const double *const *
     const v4d one = {1, 1, 1, 1}, mtwo = {-2, -2, -2, -2};
     quad q = {V4(A + CH_T * d + i),   V4(A + CH_TT * d + i),  V4(A + CH_YT * d + i),
               V4(A + CH_T1 * d + i),  V4(A + CH_TT1 * d + i), V4(A + CH_YT1 * d + i),
-              V4(A + CH_T2 * d + i),  V4(A + CH_TT2 * d + i), V4(A + CH_YT2 * d + i)};
+              V4(A + CH_T2 * d + i),  V4(A + CH_TT2 * d + i), V4(A + CH_YT2 * d + i),
+              V4(A + CH_T3 * d + i),  V4(A + CH_TT3 * d + i), V4(A + CH_YT3 * d + i)};
     v4d sy = V4(A + CH_Y * d + i), syy = V4(A + CH_YY * d + i);
     for (size_t j = 0; j < m; j++) {
         v4d x = V4(xr[j] + i), T = V4(Tb + j * tb);
         v4d y = (x - c[j]) * inv[j];
         v4d T1 = x * (one - T * T);
         v4d T2 = mtwo * x * T * T1;
+        v4d T3 = mtwo * x * (T1 * T1 + T * T2);
         q.T += T;
         q.TT += T * T;
         q.YT += y * T;
@@ -100,6 +109,9 @@ NC_VM_INLINE void chan_quad(double *A, size_t d, size_t i, const double *const *
         q.T2 += T2;
         q.TT2 += T1 * T1 + T * T2;
         q.YT2 += y * T2;
+        q.T3 += T3;
+        q.TT3 += 3.0 * T1 * T2 + T * T3;
+        q.YT3 += y * T3;
         if (with_y) {
             sy += y;
             syy += y * y;
@@ -114,6 +126,9 @@ NC_VM_INLINE void chan_quad(double *A, size_t d, size_t i, const double *const *
     V4(A + CH_T2 * d + i) = q.T2;
     V4(A + CH_TT2 * d + i) = q.TT2;
     V4(A + CH_YT2 * d + i) = q.YT2;
+    V4(A + CH_T3 * d + i) = q.T3;
+    V4(A + CH_TT3 * d + i) = q.TT3;
+    V4(A + CH_YT3 * d + i) = q.YT3;
     if (with_y) {
         V4(A + CH_Y * d + i) = sy;
         V4(A + CH_YY * d + i) = syy;
@@ -130,6 +145,7 @@ NC_VM_INLINE void chan_one(double *A, size_t d, size_t i, const double *const *x
         double y = (x - c[j]) * inv[j];
         double T1 = x * (1.0 - T * T);
         double T2 = -2.0 * x * T * T1;
+        double T3 = -2.0 * x * (T1 * T1 + T * T2);
         A[CH_T * d + i] += T;
         A[CH_TT * d + i] += T * T;
         A[CH_YT * d + i] += y * T;
@@ -139,6 +155,9 @@ NC_VM_INLINE void chan_one(double *A, size_t d, size_t i, const double *const *x
         A[CH_T2 * d + i] += T2;
         A[CH_TT2 * d + i] += T1 * T1 + T * T2;
         A[CH_YT2 * d + i] += y * T2;
+        A[CH_T3 * d + i] += T3;
+        A[CH_TT3 * d + i] += 3.0 * T1 * T2 + T * T3;
+        A[CH_YT3 * d + i] += y * T3;
         if (with_y) {
             A[CH_Y * d + i] += y;
             A[CH_YY * d + i] += y * y;
@@ -203,28 +222,35 @@ NC_VMATH_CLONES static void chan_block(void *vctx, int shard, size_t t0, size_t 
 }
 
 /* Profiled objective S(alpha) = sum_i min_{g,b} sum_t (y - g T - b)^2 and its
- * first two derivatives in alpha, from the merged sums; fills gamma_i, beta_i.
- * M = [[sum T^2, sum T], [sum T, n]], v = [sum yT, sum y], z = M^-1 v
- * (z' = dz/dalpha into dz[2d]; ysum[2d]: sum y and sum y^2 per channel):
- *   S_i   = Syy - v.z
- *   S_i'  = -2 v'.z + z.M'.z
- *   S_i'' = -2 v''.z + z.M''.z - 2 z'.M.z',  z' = M^-1 (v' - M' z)          */
+ * first three derivatives in alpha, from the merged sums; fills gamma_i,
+ * beta_i and their first two alpha-derivatives. Per channel, with
+ * M = [[sum T^2, sum T], [sum T, n]], v = [sum yT, sum y], z = M^-1 v and
+ * D, D2, D3 for the first three derivatives in alpha (D v = [sum yT1, 0],
+ * D2 v = [sum yT2, 0], ...):
+ *   S_i     = Syy - v.z
+ *   D S_i   = -2 Dv.z + z.DM.z
+ *   D2 S_i  = -2 D2v.z + z.D2M.z - 2 Dz.M.Dz
+ *   D3 S_i  = -(2 D3v.z + 2 D2v.Dz + 4 D2z.M.Dz + 2 Dz.DM.Dz - 2 Dz.D2M.z
+ *               - z.D3M.z)
+ * with Dz = M^-1 (Dv - DM z) and D2z = M^-1 (D2v - 2 DM Dz - D2M z) (M z = v
+ * differentiated once and twice). dz[2d] gets Dz (gamma_i, then beta_i),
+ * dz2[2d] D2z; ysum[2d]: sum y and sum y^2 per channel. */
 static void chan_objective(const double *A, const double *ysum, size_t d, double n,
-                           double *gamma, double *beta, double *dz, double *S, double *S1,
-                           double *S2)
+                           double *gamma, double *beta, double *dz, double *dz2, double S[4])
 {
-    double s0 = 0, s1 = 0, s2 = 0;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     for (size_t i = 0; i < d; i++) {
         double a = A[CH_T * d + i], b = A[CH_TT * d + i], cy = A[CH_YT * d + i];
         double a1 = A[CH_T1 * d + i], b1 = 2 * A[CH_TT1 * d + i], cy1 = A[CH_YT1 * d + i];
         double a2 = A[CH_T2 * d + i], b2 = 2 * A[CH_TT2 * d + i], cy2 = A[CH_YT2 * d + i];
+        double a3 = A[CH_T3 * d + i], b3 = 2 * A[CH_TT3 * d + i], cy3 = A[CH_YT3 * d + i];
         double sy = ysum[i], syy = ysum[d + i];
         double det = n * b - a * a;
         if (!(det > 1e-14 * n * b)) {
             /* T constant over the channel: only the offset is determined */
             gamma[i] = 0;
             beta[i] = sy / n;
-            dz[i] = dz[d + i] = 0;
+            dz[i] = dz[d + i] = dz2[i] = dz2[d + i] = 0;
             s0 += syy - sy * sy / n;
             continue;
         }
@@ -232,38 +258,56 @@ static void chan_objective(const double *A, const double *ysum, size_t d, double
         gamma[i] = g;
         beta[i] = bt;
         s0 += syy - (cy * g + sy * bt);
-        /* M' z and v' - M' z */
+        /* DM z and Dv - DM z */
         double mz0 = b1 * g + a1 * bt, mz1 = a1 * g;
         s1 += -2 * cy1 * g + (g * mz0 + bt * mz1);
         double r0 = cy1 - mz0, r1 = -mz1;
         double zp0 = (n * r0 - a * r1) / det, zp1 = (b * r1 - a * r0) / det;
-        dz[i] = zp0; /* d gamma_i / d alpha */
+        dz[i] = zp0;     /* d gamma_i / d alpha */
         dz[d + i] = zp1; /* d beta_i / d alpha */
-        double zMz = zp0 * (b * zp0 + a * zp1) + zp1 * (a * zp0 + n * zp1);
-        double zM2z = g * (b2 * g + a2 * bt) + bt * (a2 * g);
+        double Mzp0 = b * zp0 + a * zp1, Mzp1 = a * zp0 + n * zp1; /* M Dz */
+        double zMz = zp0 * Mzp0 + zp1 * Mzp1;
+        double m2z0 = b2 * g + a2 * bt, m2z1 = a2 * g; /* D2M z */
+        double zM2z = g * m2z0 + bt * m2z1;
         s2 += -2 * cy2 * g + zM2z - 2 * zMz;
+        /* D2z = M^-1 (D2v - 2 DM Dz - D2M z) */
+        double w0 = cy2 - 2 * (b1 * zp0 + a1 * zp1) - m2z0, w1 = -2 * (a1 * zp0) - m2z1;
+        double zpp0 = (n * w0 - a * w1) / det, zpp1 = (b * w1 - a * w0) / det;
+        dz2[i] = zpp0;
+        dz2[d + i] = zpp1;
+        double zpM1zp = zp0 * (b1 * zp0 + a1 * zp1) + zp1 * (a1 * zp0);
+        double zpM2z = zp0 * m2z0 + zp1 * m2z1;
+        double zM3z = g * (b3 * g + a3 * bt) + bt * (a3 * g);
+        s3 -= 2 * cy3 * g + 2 * cy2 * zp0 + 4 * (zpp0 * Mzp0 + zpp1 * Mzp1) + 2 * zpM1zp -
+              2 * zpM2z - zM3z;
     }
-    *S = s0;
-    *S1 = s1;
-    *S2 = s2;
+    S[0] = s0;
+    S[1] = s1;
+    S[2] = s2;
+    S[3] = s3;
 }
 
-/* Safeguarded Newton on u = log(alpha), one pass over r's tokens per step,
- * until the step is below tol or max_passes. In: *u the start; out: *u the
- * point whose gamma_i, beta_i are in pc[2d] and whose objective is *S_out.
- * mem: [NC_SHARDS * CH_N * d]; scratch: [4d].
+/* Safeguarded Halley iteration on u = log(alpha), one pass over r's tokens
+ * per step, until the step is below tol or max_passes. In: *u the start;
+ * out: *u the point whose gamma_i, beta_i are in pc[2d] and whose objective
+ * is *S_out. mem: [NC_SHARDS * CH_N * d]; scratch: [6d].
  *
- * With finish > 0, a step below finish ends the iteration without another
- * pass: alpha moves by it, and gamma_i, beta_i follow to first order along
- * z' = d(gamma_i, beta_i)/dalpha, which the pass gives. Newton converges
- * quadratically, so the error left is O(step^2) (below 1e-10 relative for
- * finish = 1e-5) and one pass over the data is saved. */
+ * The step solves S_u = 0 with the first three derivatives (Halley's
+ * method: the error after a step is of the order of the cube of the one
+ * before, where Newton's is of its square), falling back to Newton's step
+ * where the two disagree by more than a factor of two, and to halving where
+ * a step went uphill. With finish > 0, a step below finish ends the
+ * iteration without another pass: alpha moves by it, gamma_i and beta_i
+ * follow to second order along their first two alpha-derivatives (from
+ * the pass), the objective to third order; the error left is of the order
+ * of step^3 (about 1e-12 relative for finish = 1e-4), and one pass over the
+ * data is saved. */
 static int newton_channel(run *r, const nc_codetab_span *span, double *ttab, double *mem,
                           double *scratch, double tol, double finish, int max_passes, double *u,
                           double *pc, double *S_out, bool *done, int *passes, nc_err *err)
 {
     const size_t d = r->d;
-    double *ysum = scratch, *dz = scratch + 2 * d;
+    double *ysum = scratch, *dz = scratch + 2 * d, *dz2 = scratch + 4 * d;
     chan_ctx ctx = {.r = r, .with_y = true, .ttab = span ? ttab : NULL};
     for (int s = 0; s < NC_SHARDS; s++)
         ctx.acc[s] = mem + (size_t)s * CH_N * d;
@@ -296,30 +340,37 @@ static int newton_channel(run *r, const nc_codetab_span *span, double *ttab, dou
                 used += ctx.used[s];
             ctx.with_y = false;
         }
-        double S, S1, S2;
-        chan_objective(mem, ysum, d, (double)used, pc, pc + d, dz, &S, &S1, &S2);
-        if (S > S_prev && fabs(step) > 1e-6) {
-            /* the Newton step went uphill: halve it and evaluate again */
+        double S[4];
+        chan_objective(mem, ysum, d, (double)used, pc, pc + d, dz, dz2, S);
+        if (S[0] > S_prev && fabs(step) > 1e-6) {
+            /* the step went uphill: halve it and evaluate again */
             step *= 0.5;
             *u = u_prev + step;
             continue;
         }
-        double alpha = ctx.alpha;
-        double Su = alpha * S1, Suu = alpha * alpha * S2 + alpha * S1;
+        /* the derivatives in u = log(alpha) */
+        const double al = ctx.alpha;
+        const double Su = al * S[1], Suu = al * al * S[2] + al * S[1];
+        const double Suuu = al * al * al * S[3] + 3 * al * al * S[2] + al * S[1];
         step = Suu > 0 ? -Su / Suu : (Su > 0 ? -0.5 : 0.5);
+        if (Suu > 0) {
+            double den = 2 * Suu * Suu - Su * Suuu, halley = den != 0 ? -2 * Su * Suu / den : 0;
+            if (halley / step >= 0.5 && halley / step <= 2)
+                step = halley;
+        }
         step = step > 0.5 ? 0.5 : step < -0.5 ? -0.5 : step;
         u_prev = *u;
-        S_prev = S;
-        *S_out = S;
+        S_prev = S[0];
+        *S_out = S[0];
         if (fabs(step) < tol || Su == 0) {
             *done = true;
             return 0;
         }
         if (fabs(step) < finish && Suu > 0) {
-            double da = alpha * expm1(step);
+            double da = al * expm1(step);
             for (size_t i = 0; i < 2 * d; i++)
-                pc[i] += dz[i] * da;
-            *S_out = S + S1 * da + 0.5 * S2 * da * da;
+                pc[i] += dz[i] * da + 0.5 * dz2[i] * da * da;
+            *S_out = S[0] + da * (S[1] + da * (0.5 * S[2] + da * (S[3] / 6)));
             *u += step;
             *done = true;
             return 0;
@@ -334,7 +385,7 @@ int nc_layer_fit_channel(run *r, double alpha0, double amax, size_t points, nc_f
                          int *passes, nc_err *err)
 {
     const size_t d = r->d;
-    const size_t mem_bytes = ((size_t)NC_SHARDS * CH_N + 4) * d * sizeof(double);
+    const size_t mem_bytes = ((size_t)NC_SHARDS * CH_N + 6) * d * sizeof(double);
     double *mem = nc_big_alloc(mem_bytes);
     double *pc = malloc(2 * d * sizeof *pc);
     nc_codetab_span span = {0}, *sp = NULL;
@@ -361,7 +412,7 @@ int nc_layer_fit_channel(run *r, double alpha0, double amax, size_t points, nc_f
     double u = log(alpha0), S = NAN;
     bool done = false;
     int before = *passes;
-    /* stage 1: Newton on a strided sample of the tokens, to a loose tolerance */
+    /* stage 1: on a strided sample of the tokens, to a loose tolerance */
     size_t stride = CHANNEL_SAMPLE_STRIDE, m = (r->nt + stride - 1) / stride;
     if (m * d < CHANNEL_SAMPLE_POINTS)
         m = r->nt;
@@ -405,7 +456,7 @@ int nc_layer_fit_channel(run *r, double alpha0, double amax, size_t points, nc_f
     fr->converged = done;
     fr->ok = true;
     snprintf(fr->status, sizeof fr->status, "%s",
-             done ? "ok" : "Newton passes reached the limit before the tolerance");
+             done ? "ok" : "passes reached the limit before the tolerance");
 out:
     nc_codetab_span_free(&span);
     free(ttab);

@@ -13,7 +13,7 @@
  *            sums, per-channel sums, the real-output check
  *   fits     on the bins: DyT, DyISRU (fixed and free scale), Derf, the
  *            theory curves, the affine baseline (fit.h); no data pass
- *   channel  exact Newton passes for DyT with per-channel gamma_i, beta_i
+ *   channel  exact Halley passes for DyT with per-channel gamma_i, beta_i
  *   verify   exact SSE, R^2, max and mean absolute error of every fit at its
  *            parameters, DyT saturation fractions; when asked, the Jacobian
  *            diagonal against every fit's derivative (nc_layer_jac), from

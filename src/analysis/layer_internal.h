@@ -6,7 +6,7 @@
  *   layer.c       the pipeline (nc_layer_analyze): the stats, bins and
  *                 verify passes, spec defaults, amplitude rules, results
  *   layer_fits.c  the fits on the bins or raw points (no pass over the data)
- *   channel.c     DyT with per-channel gamma_i, beta_i: exact Newton passes
+ *   channel.c     DyT with per-channel gamma_i, beta_i: exact Halley passes
  *   layer_verify.c the verify pass: exact errors of every fit
  *
  * Legend as in layer.c: N tokens, d channels, t a visited token.
@@ -52,7 +52,7 @@ typedef struct affine_sums {
 int nc_layer_run_fits(const run *r, nc_layer_result *res, const nc_points *bins,
                       const nc_points *raw, double xs, const affine_sums *aff, nc_err *err);
 
-/* channel.c: DyT with per-channel gamma_i, beta_i by exact Newton passes
+/* channel.c: DyT with per-channel gamma_i, beta_i by exact Halley passes
  * over r's tokens, starting from alpha0 (the pooled DyT fit's alpha); fills
  * fr (params.pc owned by fr afterwards, iterations = passes made) and adds
  * the passes made to *passes. amax (the largest finite |x|) and points (the
