@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/half.h"
+#include "core/vmath.h"
 #include "util/err.h"
 
 static const struct {
@@ -98,16 +99,24 @@ void nc_tensor_shape_str(const nc_tensor *t, char *buf, size_t cap)
         snprintf(buf + used, cap - used, "%s", t->rank ? "]" : "[]");
 }
 
+/* float -> double for n elements at byte p (any alignment): a loop that
+ * vectorises, built for the vector clones (every pass over an F32 tensor
+ * converts each block of rows with it) */
+NC_VMATH_CLONES static void f32_to_f64(const unsigned char *p, size_t n, double *out)
+{
+    for (size_t k = 0; k < n; k++) {
+        float v;
+        memcpy(&v, p + 4 * k, 4);
+        out[k] = v;
+    }
+}
+
 void nc_tensor_elems(const nc_tensor *t, size_t i0, size_t n, double *out)
 {
     const unsigned char *p = t->data + i0 * nc_dtype_size(t->dtype);
     switch (t->dtype) {
     case NC_F32:
-        for (size_t k = 0; k < n; k++) {
-            float v;
-            memcpy(&v, p + 4 * k, 4);
-            out[k] = v;
-        }
+        f32_to_f64(p, n, out);
         break;
     case NC_F64:
         memcpy(out, p, 8 * n);
