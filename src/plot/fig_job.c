@@ -209,35 +209,59 @@ static int job_meta(job *j, const char *command, const nc_plan *plan, nc_err *er
     return 0;
 }
 
-int nc_fig_render_job(job *j, const char *command, struct nc_outset *set, char **files,
-                      size_t cap, size_t *nfiles, const nc_plan *plan, nc_err *err)
+/* The formats a figure is written in, in out[] order. */
+static const struct {
+    unsigned bit;
+    nc_format fmt;
+    const char *ext;
+} fmts[3] = {{NC_FIGFMT_PNG, NC_FMT_PNG, "png"},
+             {NC_FIGFMT_PDF, NC_FMT_PDF, "pdf"},
+             {NC_FIGFMT_SVG, NC_FMT_SVG, "svg"}};
+
+static unsigned job_formats(const job *j)
 {
+    return j->spec->formats ? j->spec->formats : NC_FIGFMT_PNG;
+}
+
+int nc_fig_draw_job(job *j, const char *command, const nc_plan *plan, nc_membuf out[3],
+                    nc_err *err)
+{
+    memset(out, 0, 3 * sizeof *out);
     int rc = job_meta(j, command, plan, err);
-    if (rc)
-        return rc;
-    unsigned formats = j->spec->formats ? j->spec->formats : NC_FIGFMT_PNG;
-    static const struct {
-        unsigned bit;
-        nc_format fmt;
-        const char *ext;
-    } fmts[3] = {{NC_FIGFMT_PNG, NC_FMT_PNG, "png"},
-                 {NC_FIGFMT_PDF, NC_FMT_PDF, "pdf"},
-                 {NC_FIGFMT_SVG, NC_FMT_SVG, "svg"}};
-    for (int f = 0; f < 3; f++) {
-        if (!(formats & fmts[f].bit))
+    for (int f = 0; f < 3 && !rc; f++) {
+        if (!(job_formats(j) & fmts[f].bit))
             continue;
-        nc_membuf mb = {0};
-        nc_sink sink = nc_membuf_sink(&mb);
+        nc_sink sink = nc_membuf_sink(&out[f]);
         rc = nc_figure_render(&j->fig, fmts[f].fmt, &sink, err);
+    }
+    return rc;
+}
+
+int nc_fig_store_job(const job *j, nc_membuf out[3], struct nc_outset *set, char **files,
+                     size_t cap, size_t *nfiles, nc_err *err)
+{
+    for (int f = 0; f < 3; f++) {
+        if (!(job_formats(j) & fmts[f].bit))
+            continue;
         char name[256];
         snprintf(name, sizeof name, "%s.%s", j->stem, fmts[f].ext);
-        if (!rc)
-            rc = nc_outset_add(set, name, mb.data, mb.len, err);
-        nc_membuf_free(&mb);
+        int rc = nc_outset_add(set, name, out[f].data, out[f].len, err);
         if (rc)
             return rc;
         if (files && *nfiles < cap && (files[*nfiles] = strdup(name)))
             (*nfiles)++;
     }
     return 0;
+}
+
+int nc_fig_render_job(job *j, const char *command, struct nc_outset *set, char **files,
+                      size_t cap, size_t *nfiles, const nc_plan *plan, nc_err *err)
+{
+    nc_membuf out[3];
+    int rc = nc_fig_draw_job(j, command, plan, out, err);
+    if (!rc)
+        rc = nc_fig_store_job(j, out, set, files, cap, nfiles, err);
+    for (int f = 0; f < 3; f++)
+        nc_membuf_free(&out[f]);
+    return rc;
 }

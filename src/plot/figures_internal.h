@@ -23,6 +23,7 @@
 #include "plot/figure.h"
 #include "plot/figures.h"
 #include "util/err.h"
+#include "util/sink.h"
 
 /* One figure being built: its panels and everything they point to (curves,
  * marks, strings: owned by the job), the stem of its file names and its
@@ -69,6 +70,16 @@ void nc_fig_set_grid(job *j, size_t n, int cols, double w_in, double h_in,
  * as <stem>.<ext>; the names go to files[] as nc_figures_render says. */
 int nc_fig_render_job(job *j, const char *command, struct nc_outset *set, char **files,
                       size_t cap, size_t *nfiles, const nc_plan *plan, nc_err *err);
+
+/* nc_fig_render_job in two steps, so that several jobs can be drawn at once
+ * (each touches only its own job and buffers) and stored in order: draw
+ * renders each format of j into out[0..3) (PNG, PDF, SVG; the formats not
+ * asked for stay empty; the caller frees them with nc_membuf_free), store
+ * adds them to set and their names to files[]. */
+int nc_fig_draw_job(job *j, const char *command, const nc_plan *plan, nc_membuf out[3],
+                    nc_err *err);
+int nc_fig_store_job(const job *j, nc_membuf out[3], struct nc_outset *set, char **files,
+                     size_t cap, size_t *nfiles, nc_err *err);
 
 /* ---- fig_panels.c ------------------------------------------------------- */
 
