@@ -26,6 +26,27 @@ for f in scatter_grid_synthetic.png scatter_grid_vit4mnist.png late_by_token.png
     ln11_jacobian.png alpha_std.png; do
     expect_file "$T/demo/$f"
 done
+# one thread gives the same figures as the default (passes and figure
+# drawing split across threads): every PNG's pixels and text chunks but the
+# command line, and every SVG
+run "$NC" run configs/demo.json --out "$T/demo1" --quiet --threads 1
+expect_status 0
+/usr/bin/python3 - "$T/demo" "$T/demo1" >"$T/.check" 2>&1 <<'PY'
+import os, sys
+from PIL import Image
+a, b = sys.argv[1], sys.argv[2]
+bad, n = [], 0
+for f in sorted(os.listdir(a)):
+    if f.endswith(".png"):
+        n += 1
+        ia, ib = Image.open(os.path.join(a, f)), Image.open(os.path.join(b, f))
+        ta = {k: v for k, v in ia.info.items() if k != "Command"}
+        tb = {k: v for k, v in ib.info.items() if k != "Command"}
+        if ia.tobytes() != ib.tobytes() or ta != tb:
+            bad.append(f)
+print("ok", n) if n and not bad else print("differ:", bad, "of", n)
+PY
+if grep -q '^ok' "$T/.check"; then _ok; else _bad "demo with one thread: $(cat "$T/.check")"; fi
 expect_file "$T/fig_sweep/ln05_sweep_alpha.csv"
 expect_file "$T/fig_sweep/ln05_sweep_alpha.png"
 expect_file "$T/outlier_steps/outlier_steps.png"
