@@ -78,37 +78,6 @@ NC_VM_INLINE double total(const double *a, size_t n)
     return nc_lanes_total(s);
 }
 
-/* sum_i (a_i - b_i)^2 and, into *maxe, max(*maxe, max_i |a_i - b_i|) (a NaN
- * difference makes the maximum NaN) */
-NC_VM_INLINE double sq_diff_max(const double *a, const double *b, size_t n, double *maxe)
-{
-    const v4i no_sign = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
-    v4d s0 = {0, 0, 0, 0}, s1 = s0, m0 = s0, m1 = s0;
-    size_t i = 0;
-    for (; i + NC_LANES <= n; i += NC_LANES) {
-        v4d e0 = (v4d)((v4i)(V4(a + i) - V4(b + i)) & no_sign); /* |a - b| */
-        v4d e1 = (v4d)((v4i)(V4(a + i + 4) - V4(b + i + 4)) & no_sign);
-        s0 += e0 * e0;
-        s1 += e1 * e1;
-        v4i take0 = (e0 > m0) | (e0 != e0), take1 = (e1 > m1) | (e1 != e1); /* NaN wins */
-        m0 = (v4d)(((v4i)e0 & take0) | ((v4i)m0 & ~take0));
-        m1 = (v4d)(((v4i)e1 & take1) | ((v4i)m1 & ~take1));
-    }
-    double s[NC_LANES], m[NC_LANES];
-    V4(s) = s0;
-    V4(s + 4) = s1;
-    V4(m) = m0;
-    V4(m + 4) = m1;
-    for (int l = 0; i < n; i++, l++) {
-        double e = fabs(a[i] - b[i]);
-        s[l] += e * e;
-        m[l] = e > m[l] || e != e ? e : m[l];
-    }
-    for (int l = 0; l < NC_LANES; l++)
-        *maxe = m[l] > *maxe || m[l] != m[l] ? m[l] : *maxe;
-    return nc_lanes_total(s);
-}
-
 /* ======================================================== one token */
 
 /* (inline versions for the pass, public wrappers below) */
@@ -145,15 +114,8 @@ double nc_jac_token_frob2(nc_norm_kind norm, const double *y, double inv, size_t
 /* ============================================================ the pass */
 
 typedef struct jac_acc {
-    nc_sum diag2;    /* sum_t sum_i J_ii^2 (also ||diag(J) 1||^2) */
-    nc_sum frob2;    /* sum_t ||J||_F^2 */
-    nc_sum off2;     /* sum_t off_t */
-    nc_sum rad_num;  /* sum_t ||diag(J) y||^2 */
-    nc_sum rad_den;  /* sum_t ||inv y||^2 */
-    nc_sum ones_den; /* sum_t d inv^2 */
-    nc_sum sse[NC_FIT_COUNT]; /* sum (J_ii - f'(x_i))^2 */
-    double maxe[NC_FIT_COUNT];
-    size_t used, real_zero, real_nonfinite;
+    nc_jac_acc s; /* the pooled sums (jac_forms.h) */
+    size_t real_zero, real_nonfinite;
 } jac_acc;
 
 /* Per-token arrays are indexed by the token's position t in res->tok. The
@@ -236,15 +198,8 @@ static void jac_block(void *vctx, int shard, size_t t0, size_t nt, const double 
 
         /* pooled shares and, per token, the probe expectations: ||J||_F^2
          * and the off-diagonal energy (closed forms, jacobian.h) */
-        const double frob = frob2_from(norm, sums[0], sums[1], inv, d);
-        const double off = offdiag2_from(norm, sums[0], sums[1], sums[4], inv, d);
-        nc_sum_add(&a->diag2, sums[2]);
-        nc_sum_add(&a->frob2, frob);
-        nc_sum_add(&a->off2, off);
-        nc_sum_add(&a->rad_num, sums[3]);
-        nc_sum_add(&a->rad_den, inv * inv * sums[0]);
-        nc_sum_add(&a->ones_den, (double)d * inv * inv);
-        a->used++;
+        double frob, off;
+        nc_jac_acc_token(&a->s, norm, sums, inv, d, &frob, &off);
         ctx->own.frob[t] = frob;
         ctx->own.off[t] = off;
 
@@ -252,11 +207,10 @@ static void jac_block(void *vctx, int shard, size_t t0, size_t nt, const double 
          * J||_F^2 = sum_i (f'_i - J_ii)^2 + off_t */
         for (int j = 0; j < ns; j++) {
             const int id = ctx->sid[j];
-            double *f = fp + (size_t)j * d;
+            double *f = fp + (size_t)j * d, se[NC_LANES] = {0}, mx[NC_LANES] = {0};
             nc_surrogate_get((nc_fit_id)id)->deriv(&res->fits[id].params, 0, x, d, f);
-            const double e = sq_diff_max(jd, f, d, &a->maxe[id]);
-            nc_sum_add(&a->sse[id], e);
-            ctx->own.num[j][t] = e + off;
+            nc_jac_diff_lanes(jd, f, d, se, mx);
+            ctx->own.num[j][t] = nc_jac_acc_fit(&a->s, id, se, mx) + off;
         }
         if (ctx->grad)
             real_token(ctx, a, t, tk->index ? tk->index[t] : t, y, jd, fp, inv, g, v);
@@ -431,35 +385,11 @@ static void merge_shards(jac_ctx *ctx)
 {
     jac_acc *A = &ctx->acc[0];
     for (int s = 1; s < NC_SHARDS; s++) {
-        jac_acc *a = &ctx->acc[s];
-        nc_sum_merge(&A->diag2, &a->diag2);
-        nc_sum_merge(&A->frob2, &a->frob2);
-        nc_sum_merge(&A->off2, &a->off2);
-        nc_sum_merge(&A->rad_num, &a->rad_num);
-        nc_sum_merge(&A->rad_den, &a->rad_den);
-        nc_sum_merge(&A->ones_den, &a->ones_den);
-        for (int j = 0; j < NC_FIT_COUNT; j++) {
-            nc_sum_merge(&A->sse[j], &a->sse[j]);
-            A->maxe[j] = A->maxe[j] >= a->maxe[j] || A->maxe[j] != A->maxe[j] ? A->maxe[j]
-                                                                              : a->maxe[j];
-        }
-        A->used += a->used;
-        A->real_zero += a->real_zero;
-        A->real_nonfinite += a->real_nonfinite;
+        nc_jac_acc_merge(&A->s, &ctx->acc[s].s);
+        A->real_zero += ctx->acc[s].real_zero;
+        A->real_nonfinite += ctx->acc[s].real_nonfinite;
     }
-    nc_layer_jac *J = &ctx->own;
-    J->diag2 = nc_sum_get(&A->diag2);
-    J->frob2 = nc_sum_get(&A->frob2);
-    J->off2 = nc_sum_get(&A->off2);
-    J->rad_num = nc_sum_get(&A->rad_num);
-    J->rad_den = nc_sum_get(&A->rad_den);
-    J->ones_den = nc_sum_get(&A->ones_den);
-    for (int j = 0; j < NC_FIT_COUNT; j++) {
-        J->sse[j] = nc_sum_get(&A->sse[j]);
-        J->maxe[j] = A->maxe[j];
-    }
-    J->used = A->used;
-    J->done = true;
+    nc_jac_acc_finish(&A->s, &ctx->own);
 }
 
 /* The pooled numbers, the summaries over tokens and the rankings into out,

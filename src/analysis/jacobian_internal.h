@@ -34,61 +34,17 @@
 /* ========================================================== one token */
 
 /* Per token: y = (x - c) inv and jd = diag(J) (jacobian.h), and the sums
- * sums[0..5) = sum y^2, sum y, sum jd^2, sum (jd y)^2, sum y^4, in one
- * sweep. */
+ * sums[0..5) = sum y^2, sum y, sum jd^2, sum (jd y)^2, sum y^4 (jac_forms.h
+ * nc_jac_diag_lanes). */
 NC_VM_INLINE void token_state(nc_norm_kind norm, const double *x, double c, double inv,
                               size_t d, double *y, double *jd, double sums[5])
 {
-    const double dd = (double)d, a = diag_a(norm, d);
-    v4d yy0 = {0, 0, 0, 0}, yy1 = yy0, sy0 = yy0, sy1 = yy0, jj0 = yy0, jj1 = yy0;
-    v4d rr0 = yy0, rr1 = yy0, qq0 = yy0, qq1 = yy0;
-    size_t i = 0;
-    for (; i + NC_LANES <= d; i += NC_LANES) {
-        v4d y0 = (V4(x + i) - c) * inv, y1 = (V4(x + i + 4) - c) * inv;
-        v4d p0 = y0 * y0, p1 = y1 * y1;
-        v4d j0 = inv * (a - p0 / dd), j1 = inv * (a - p1 / dd);
-        v4d r0 = j0 * y0, r1 = j1 * y1;
-        V4(y + i) = y0;
-        V4(y + i + 4) = y1;
-        V4(jd + i) = j0;
-        V4(jd + i + 4) = j1;
-        yy0 += p0;
-        yy1 += p1;
-        sy0 += y0;
-        sy1 += y1;
-        jj0 += j0 * j0;
-        jj1 += j1 * j1;
-        rr0 += r0 * r0;
-        rr1 += r1 * r1;
-        qq0 += p0 * p0;
-        qq1 += p1 * p1;
-    }
-    double syy[NC_LANES], sy[NC_LANES], sjj[NC_LANES], srad[NC_LANES], s4[NC_LANES];
-    V4(syy) = yy0;
-    V4(syy + 4) = yy1;
-    V4(sy) = sy0;
-    V4(sy + 4) = sy1;
-    V4(sjj) = jj0;
-    V4(sjj + 4) = jj1;
-    V4(srad) = rr0;
-    V4(srad + 4) = rr1;
-    V4(s4) = qq0;
-    V4(s4 + 4) = qq1;
-    for (int l = 0; i < d; i++, l++) {
-        double yi = (x[i] - c) * inv, pi = yi * yi, ji = inv * (a - pi / dd), r = ji * yi;
-        y[i] = yi;
-        jd[i] = ji;
-        syy[l] += pi;
-        sy[l] += yi;
-        sjj[l] += ji * ji;
-        srad[l] += r * r;
-        s4[l] += pi * pi;
-    }
-    sums[0] = nc_lanes_total(syy);
-    sums[1] = nc_lanes_total(sy);
-    sums[2] = nc_lanes_total(sjj);
-    sums[3] = nc_lanes_total(srad);
-    sums[4] = nc_lanes_total(s4);
+    for (size_t i = 0; i < d; i++)
+        y[i] = (x[i] - c) * inv;
+    double st[5][NC_LANES] = {{0}};
+    nc_jac_diag_lanes(y, d, inv, diag_a(norm, d), (double)d, jd, st);
+    for (int k = 0; k < 5; k++)
+        sums[k] = nc_lanes_total(st[k]);
 }
 
 /* sum_i (D_i g_i - v_i)^2: the squared error of a diagonal D against v */

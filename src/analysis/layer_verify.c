@@ -48,11 +48,7 @@ typedef struct verify_acc {
     double maxe[NSLOT];
     nc_sum sst;
     size_t sat[3];
-    /* the Jacobian diagonal (nc_layer_jac), by fit id */
-    nc_sum diag2, frob2, off2, rad_num, rad_den, ones_den;
-    nc_sum jsse[NC_FIT_COUNT];
-    double jmaxe[NC_FIT_COUNT];
-    size_t used;
+    nc_jac_acc jac; /* the Jacobian diagonal's sums (jac_forms.h) */
 } verify_acc;
 
 typedef struct verify_ctx {
@@ -83,8 +79,6 @@ typedef struct verify_scratch {
     token_lanes L;
 } verify_scratch;
 
-/* mask ? b : c per lane (a macro: no function may return a v4d, v4.h) */
-#define PICK(mask, b, c) ((v4d)(((v4i)(b) & (mask)) | ((v4i)(c) & ~(mask))))
 
 /* Lanes sse += e^2, sabs += e, m = max(m, e) over e = |y - f|, n points of
  * a chunk (a NaN error makes the SSE NaN, which the report shows as null;
@@ -103,8 +97,8 @@ NC_VM_INLINE void err_lanes(const double *y, const double *f, size_t n, double *
         s1 += e1 * e1;
         a0 += e0;
         a1 += e1;
-        m0 = PICK(e0 > m0, e0, m0);
-        m1 = PICK(e1 > m1, e1, m1);
+        m0 = NC_JAC_PICK(e0 > m0, e0, m0);
+        m1 = NC_JAC_PICK(e1 > m1, e1, m1);
     }
     V4(sse) = s0;
     V4(sse + 4) = s1;
@@ -120,35 +114,9 @@ NC_VM_INLINE void err_lanes(const double *y, const double *f, size_t n, double *
     }
 }
 
-/* Lanes s += e^2 and m = max(m, e) over e = |jd - fp| (a NaN difference
- * makes the maximum NaN). */
-NC_VM_INLINE void diag_lanes(const double *jd, const double *fp, size_t n, double *s, double *m)
-{
-    const v4i no_sign = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
-    v4d s0 = V4(s), s1 = V4(s + 4), m0 = V4(m), m1 = V4(m + 4);
-    size_t i = 0;
-    for (; i + NC_LANES <= n; i += NC_LANES) {
-        v4d e0 = (v4d)((v4i)(V4(jd + i) - V4(fp + i)) & no_sign);
-        v4d e1 = (v4d)((v4i)(V4(jd + i + 4) - V4(fp + i + 4)) & no_sign);
-        s0 += e0 * e0;
-        s1 += e1 * e1;
-        m0 = PICK((e0 > m0) | (e0 != e0), e0, m0);
-        m1 = PICK((e1 > m1) | (e1 != e1), e1, m1);
-    }
-    V4(s) = s0;
-    V4(s + 4) = s1;
-    V4(m) = m0;
-    V4(m + 4) = m1;
-    for (int l = 0; i < n; i++, l++) {
-        double e = fabs(jd[i] - fp[i]);
-        s[l] += e * e;
-        m[l] = e > m[l] || e != e ? e : m[l];
-    }
-}
-
 /* y = (x - c) inv of a chunk and its lanes of sum (y - ym)^2; with jd, also
- * J_ii = inv (a - y^2/d) and the lanes of sum y^2, y, J_ii^2, (J_ii y)^2
- * and y^4 (the same expressions as the Jacobian's token_state). */
+ * J_ii = inv (a - y^2/d) and the lanes of the Jacobian's sums
+ * (jac_forms.h nc_jac_diag_lanes). */
 NC_VM_INLINE void chunk_y(const double *x, size_t n, double c, double inv, double ym, double a,
                           double dd, double *y, double *jd, token_lanes *L)
 {
@@ -167,49 +135,8 @@ NC_VM_INLINE void chunk_y(const double *x, size_t n, double c, double inv, doubl
         y[i] = (x[i] - c) * inv;
         L->sst[l] += (y[i] - ym) * (y[i] - ym);
     }
-    if (!jd)
-        return;
-    double(*st)[NC_LANES] = L->st;
-    v4d yy0 = V4(st[0]), yy1 = V4(st[0] + 4), sy0 = V4(st[1]), sy1 = V4(st[1] + 4);
-    v4d jj0 = V4(st[2]), jj1 = V4(st[2] + 4), rr0 = V4(st[3]), rr1 = V4(st[3] + 4);
-    v4d qq0 = V4(st[4]), qq1 = V4(st[4] + 4);
-    for (i = 0; i + NC_LANES <= n; i += NC_LANES) {
-        v4d y0 = V4(y + i), y1 = V4(y + i + 4);
-        v4d p0 = y0 * y0, p1 = y1 * y1;
-        v4d j0 = inv * (a - p0 / dd), j1 = inv * (a - p1 / dd);
-        v4d r0 = j0 * y0, r1 = j1 * y1;
-        V4(jd + i) = j0;
-        V4(jd + i + 4) = j1;
-        yy0 += p0;
-        yy1 += p1;
-        sy0 += y0;
-        sy1 += y1;
-        jj0 += j0 * j0;
-        jj1 += j1 * j1;
-        rr0 += r0 * r0;
-        rr1 += r1 * r1;
-        qq0 += p0 * p0;
-        qq1 += p1 * p1;
-    }
-    V4(st[0]) = yy0;
-    V4(st[0] + 4) = yy1;
-    V4(st[1]) = sy0;
-    V4(st[1] + 4) = sy1;
-    V4(st[2]) = jj0;
-    V4(st[2] + 4) = jj1;
-    V4(st[3]) = rr0;
-    V4(st[3] + 4) = rr1;
-    V4(st[4]) = qq0;
-    V4(st[4] + 4) = qq1;
-    for (int l = 0; i < n; i++, l++) {
-        double yi = y[i], pi = yi * yi, ji = inv * (a - pi / dd), r = ji * yi;
-        jd[i] = ji;
-        st[0][l] += pi;
-        st[1][l] += yi;
-        st[2][l] += ji * ji;
-        st[3][l] += r * r;
-        st[4][l] += pi * pi;
-    }
+    if (jd)
+        nc_jac_diag_lanes(y, n, inv, a, dd, jd, L->st);
 }
 
 /* out[k] = T[code[k]] (restrict: so that the loop vectorises as gathers) */
@@ -268,7 +195,7 @@ NC_VM_INLINE void verify_chunk(const verify_ctx *ctx, size_t i0, const double *x
         else
             s->eval(&ctx->fits[id].params, i0, x, n, S->f);
         if (ctx->jac)
-            diag_lanes(S->jd, S->fp, n, L->js[k], L->jm[k]);
+            nc_jac_diff_lanes(S->jd, S->fp, n, L->js[k], L->jm[k]);
         err_lanes(S->y, S->f, n, L->sse[id], L->sabs[id], L->m[id]);
     }
     if (ctx->tok[0] || ctx->tok[1])
@@ -300,30 +227,14 @@ static void token_done(const verify_ctx *ctx, verify_acc *a, size_t t, double in
     nc_layer_jac *J = ctx->jac;
     if (!J)
         return;
-    const nc_norm_kind norm = ctx->r->spec->norm;
-    const size_t d = ctx->r->d;
-    double sums[5];
+    double sums[5], frob, off;
     for (int k = 0; k < 5; k++)
         sums[k] = nc_lanes_total(L->st[k]);
-    const double frob = frob2_from(norm, sums[0], sums[1], inv, d);
-    const double off = offdiag2_from(norm, sums[0], sums[1], sums[4], inv, d);
-    nc_sum_add(&a->diag2, sums[2]);
-    nc_sum_add(&a->frob2, frob);
-    nc_sum_add(&a->off2, off);
-    nc_sum_add(&a->rad_num, sums[3]);
-    nc_sum_add(&a->rad_den, inv * inv * sums[0]);
-    nc_sum_add(&a->ones_den, (double)d * inv * inv);
-    a->used++;
+    nc_jac_acc_token(&a->jac, ctx->r->spec->norm, sums, inv, ctx->r->d, &frob, &off);
     J->frob[t] = frob;
     J->off[t] = off;
-    for (int k = 0; k < ctx->nfit; k++) {
-        const int id = ctx->fid[k];
-        double e = nc_lanes_total(L->js[k]), *mx = &a->jmaxe[id];
-        for (int l = 0; l < NC_LANES; l++)
-            *mx = L->jm[k][l] > *mx || L->jm[k][l] != L->jm[k][l] ? L->jm[k][l] : *mx;
-        nc_sum_add(&a->jsse[id], e);
-        J->num[k][t] = e + off;
-    }
+    for (int k = 0; k < ctx->nfit; k++)
+        J->num[k][t] = nc_jac_acc_fit(&a->jac, ctx->fid[k], L->js[k], L->jm[k]) + off;
 }
 
 NC_VMATH_CLONES static void verify_block(void *vctx, int shard, size_t t0, size_t nt,
@@ -380,19 +291,7 @@ static void verify_merge(verify_ctx *vc)
         }
         for (int k = 0; k < 3; k++)
             V->sat[k] += a->sat[k];
-        nc_sum_merge(&V->diag2, &a->diag2);
-        nc_sum_merge(&V->frob2, &a->frob2);
-        nc_sum_merge(&V->off2, &a->off2);
-        nc_sum_merge(&V->rad_num, &a->rad_num);
-        nc_sum_merge(&V->rad_den, &a->rad_den);
-        nc_sum_merge(&V->ones_den, &a->ones_den);
-        for (int j = 0; j < NC_FIT_COUNT; j++) {
-            nc_sum_merge(&V->jsse[j], &a->jsse[j]);
-            V->jmaxe[j] = V->jmaxe[j] >= a->jmaxe[j] || V->jmaxe[j] != V->jmaxe[j]
-                              ? V->jmaxe[j]
-                              : a->jmaxe[j];
-        }
-        V->used += a->used;
+        nc_jac_acc_merge(&V->jac, &a->jac);
     }
 }
 
@@ -414,23 +313,6 @@ static int jac_alloc(const run *r, const nc_layer_result *res, nc_layer_jac *J, 
     for (int k = 0; k < J->ns; k++)
         J->num[k] = J->off + (size_t)(k + 1) * n;
     return 0;
-}
-
-/* The merged Jacobian sums into J. */
-static void jac_finish(const verify_acc *V, nc_layer_jac *J)
-{
-    J->diag2 = nc_sum_get(&V->diag2);
-    J->frob2 = nc_sum_get(&V->frob2);
-    J->off2 = nc_sum_get(&V->off2);
-    J->rad_num = nc_sum_get(&V->rad_num);
-    J->rad_den = nc_sum_get(&V->rad_den);
-    J->ones_den = nc_sum_get(&V->ones_den);
-    for (int j = 0; j < NC_FIT_COUNT; j++) {
-        J->sse[j] = nc_sum_get(&V->jsse[j]);
-        J->maxe[j] = V->jmaxe[j];
-    }
-    J->used = V->used;
-    J->done = true;
 }
 
 /* The value tables' block: f and f' per fit, and tanh(alpha x). */
@@ -549,7 +431,7 @@ int nc_layer_verify(run *r, nc_layer_result *res, nc_err *err)
     for (int k = 0; k < 3; k++)
         res->saturation[k] = vc->alpha > 0 ? (double)V->sat[k] / n : NAN;
     if (vc->jac)
-        jac_finish(V, vc->jac);
+        nc_jac_acc_finish(&V->jac, vc->jac);
 out:
     nc_big_free(tables, TABLES_BYTES);
     free(vc);
