@@ -79,7 +79,6 @@ typedef struct verify_scratch {
     token_lanes L;
 } verify_scratch;
 
-
 /* Lanes sse += e^2, sabs += e, m = max(m, e) over e = |y - f|, n points of
  * a chunk (a NaN error makes the SSE NaN, which the report shows as null;
  * the maximum passes over it). */
