@@ -81,6 +81,7 @@ struct nc_dump {
     size_t *owner;      /* the shard of all[k] */
     size_t nall;
     bool have_sha;
+    bool sha_early;          /* the digest came from the hasher: check the file again */
     char sha[65];
     struct stat fst;         /* the file when it was mapped (the hasher's check) */
     nc_dump_hasher *hasher;  /* hashing this dump in the background, or NULL */
@@ -547,6 +548,28 @@ struct nc_dump_hasher {
 
 #define HASH_BUF ((size_t)4 << 20)
 
+/* Whether st describes the file dump mapped, unchanged since: the same
+ * device, inode, size and modification time. */
+static bool same_file(const struct stat *st, const nc_dump *dump)
+{
+    return st->st_dev == dump->fst.st_dev && st->st_ino == dump->fst.st_ino &&
+           st->st_size == dump->fst.st_size && st->st_mtim.tv_sec == dump->fst.st_mtim.tv_sec &&
+           st->st_mtim.tv_nsec == dump->fst.st_mtim.tv_nsec;
+}
+
+/* Whether every file behind dump is still as it was mapped (stat by path). */
+static bool unchanged(const nc_dump *dump)
+{
+    struct stat st;
+    if (dump->kind == KIND_SHARDS) {
+        for (size_t p = 0; p < dump->nparts; p++)
+            if (!unchanged(dump->parts[p]))
+                return false;
+        return true;
+    }
+    return dump->kind == KIND_MEMORY || (stat(dump->path, &st) == 0 && same_file(&st, dump));
+}
+
 /* One file's bytes into c by pread, if it is still the file dump mapped;
  * false if not (changed, unreadable, short) or asked to stop. */
 static bool hash_file(nc_dump_hasher *h, const nc_dump *dump, nc_sha256 *c)
@@ -555,10 +578,7 @@ static bool hash_file(nc_dump_hasher *h, const nc_dump *dump, nc_sha256 *c)
     if (fd < 0)
         return false;
     struct stat st;
-    bool ok = fstat(fd, &st) == 0 && st.st_dev == dump->fst.st_dev &&
-              st.st_ino == dump->fst.st_ino && st.st_size == dump->fst.st_size &&
-              st.st_mtim.tv_sec == dump->fst.st_mtim.tv_sec &&
-              st.st_mtim.tv_nsec == dump->fst.st_mtim.tv_nsec;
+    bool ok = fstat(fd, &st) == 0 && same_file(&st, dump);
     for (size_t at = 0; ok && at < dump->len;) {
         pthread_mutex_lock(&h->lock);
         bool stop = h->stop;
@@ -601,6 +621,7 @@ static void *hasher_main(void *arg)
         if (ok && !dump->have_sha) {
             set_sha(dump, &c);
             dump->have_sha = true;
+            dump->sha_early = true;
         }
         h->next = k + 1;
         pthread_cond_broadcast(&h->done_cond);
@@ -673,6 +694,12 @@ void nc_dump_sha256(nc_dump *dump, char hex[65])
 {
     if (dump->hasher)
         hasher_wait(dump->hasher, dump);
+    /* a digest made early stands only if the file has not changed since it
+     * was mapped: rewritten in place, the mapping (and so the analysis) may
+     * have seen other bytes than the hasher read */
+    if (dump->have_sha && dump->sha_early && !unchanged(dump))
+        dump->have_sha = false;
+    dump->sha_early = false;
     if (!dump->have_sha) {
         nc_sha256 c;
         nc_sha256_init(&c);

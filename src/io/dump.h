@@ -86,7 +86,11 @@ void nc_dump_sha256(nc_dump *dump, char hex[65]);
  * modification time). A file that changed or cannot be read again, or a
  * read that comes up short, is left undone: nc_dump_sha256 then hashes the
  * mapping itself (and a file that shrank raises SIGBUS there, as in the
- * analysis). Dumps without a file (in memory) are skipped. */
+ * analysis). nc_dump_sha256 also checks the file again before it takes a
+ * digest made early: a file modified since it was mapped (rewritten in
+ * place, the mapping shows the new bytes) is hashed again from the
+ * mapping, as it would have been without the hasher. Dumps without a file
+ * (in memory) are skipped. */
 typedef struct nc_dump_hasher nc_dump_hasher;
 
 /* Starts hashing dumps[0..n) (borrowed: they must outlive the hasher).
