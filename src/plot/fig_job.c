@@ -223,13 +223,12 @@ static unsigned job_formats(const job *j)
     return j->spec->formats ? j->spec->formats : NC_FIGFMT_PNG;
 }
 
-int nc_fig_draw_job(job *j, const char *command, const nc_plan *plan, nc_membuf out[3],
-                    nc_err *err)
+int nc_fig_draw_job(job *j, const char *command, const nc_plan *plan, unsigned formats,
+                    nc_membuf out[3], nc_err *err)
 {
-    memset(out, 0, 3 * sizeof *out);
-    int rc = job_meta(j, command, plan, err);
+    int rc = j->fig.meta ? 0 : job_meta(j, command, plan, err);
     for (int f = 0; f < 3 && !rc; f++) {
-        if (!(job_formats(j) & fmts[f].bit))
+        if (!(job_formats(j) & formats & fmts[f].bit))
             continue;
         nc_sink sink = nc_membuf_sink(&out[f]);
         rc = nc_figure_render(&j->fig, fmts[f].fmt, &sink, err);
@@ -257,8 +256,8 @@ int nc_fig_store_job(const job *j, nc_membuf out[3], struct nc_outset *set, char
 int nc_fig_render_job(job *j, const char *command, struct nc_outset *set, char **files,
                       size_t cap, size_t *nfiles, const nc_plan *plan, nc_err *err)
 {
-    nc_membuf out[3];
-    int rc = nc_fig_draw_job(j, command, plan, out, err);
+    nc_membuf out[3] = {{0}};
+    int rc = nc_fig_draw_job(j, command, plan, ~0u, out, err);
     if (!rc)
         rc = nc_fig_store_job(j, out, set, files, cap, nfiles, err);
     for (int f = 0; f < 3; f++)

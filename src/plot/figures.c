@@ -430,11 +430,13 @@ static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
 
 /* ------------------------------------------------------ drawing jobs */
 
-/* The jobs are drawn (laid out, rendered, encoded: cairo and libpng, one
- * core each) by up to `threads` threads at once, each taking the next job,
- * into buffers; then stored in job order, so the output set and the file
- * list do not depend on the threads. A run over a model's layers draws one
- * scatter per layer: half the wall time on two cores. */
+/* The jobs' PNGs are drawn (laid out, rendered, encoded: cairo and libpng,
+ * one core each) by up to `threads` threads at once, each taking the next
+ * job, into buffers; then, job after job, their PDF and SVG are drawn (those
+ * must be: figures_internal.h) and everything is stored in job order, so
+ * the output set and the file list do not depend on the threads. A run over
+ * a model's layers draws one scatter per layer: half the wall time on two
+ * cores. */
 typedef struct draw_ctx {
     ctx *c;
     const char *command;
@@ -451,8 +453,8 @@ static void *draw_worker(void *arg)
         size_t k = atomic_fetch_add(&dc->next, 1);
         if (k >= dc->c->njobs)
             return NULL;
-        dc->rc[k] = nc_fig_draw_job(dc->c->jobs[k], dc->command, dc->c->plan, dc->out[k],
-                                    &dc->errs[k]);
+        dc->rc[k] = nc_fig_draw_job(dc->c->jobs[k], dc->command, dc->c->plan, NC_FIGFMT_PNG,
+                                    dc->out[k], &dc->errs[k]);
     }
 }
 
@@ -488,7 +490,10 @@ static int draw_and_store(ctx *c, const char *command, int threads, struct nc_ou
     for (size_t k = 0; k < n && !rc; k++) {
         if ((rc = dc.rc[k]) != 0)
             *err = dc.errs[k];
-        else
+        else /* PDF and SVG here, one job after another (figures_internal.h) */
+            rc = nc_fig_draw_job(c->jobs[k], command, c->plan, ~(unsigned)NC_FIGFMT_PNG,
+                                 dc.out[k], err);
+        if (!rc)
             rc = nc_fig_store_job(c->jobs[k], dc.out[k], set, files, cap, nfiles, err);
     }
 out:

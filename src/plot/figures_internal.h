@@ -73,11 +73,15 @@ int nc_fig_render_job(job *j, const char *command, struct nc_outset *set, char *
 
 /* nc_fig_render_job in two steps, so that several jobs can be drawn at once
  * (each touches only its own job and buffers) and stored in order: draw
- * renders each format of j into out[0..3) (PNG, PDF, SVG; the formats not
- * asked for stay empty; the caller frees them with nc_membuf_free), store
- * adds them to set and their names to files[]. */
-int nc_fig_draw_job(job *j, const char *command, const nc_plan *plan, nc_membuf out[3],
-                    nc_err *err);
+ * renders each of j's formats that is also in the mask `formats`
+ * (NC_FIGFMT_*) into out[0..3) (PNG, PDF, SVG; out starts zeroed, the
+ * others are left alone; the caller frees them with nc_membuf_free), store
+ * adds j's formats to set and their names to files[]. PNG alone may be
+ * drawn from several threads: cairo numbers the surfaces and images of its
+ * PDF and SVG output from one counter of the process, so those must be
+ * drawn one job after another to come out the same on every run. */
+int nc_fig_draw_job(job *j, const char *command, const nc_plan *plan, unsigned formats,
+                    nc_membuf out[3], nc_err *err);
 int nc_fig_store_job(const job *j, nc_membuf out[3], struct nc_outset *set, char **files,
                      size_t cap, size_t *nfiles, nc_err *err);
 

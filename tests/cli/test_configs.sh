@@ -47,6 +47,19 @@ for f in sorted(os.listdir(a)):
 print("ok", n) if n and not bad else print("differ:", bad, "of", n)
 PY
 if grep -q '^ok' "$T/.check"; then _ok; else _bad "demo with one thread: $(cat "$T/.check")"; fi
+# and SVG figures come out the same on every run although PNGs are drawn
+# by two threads (cairo numbers SVG elements from one counter of the
+# process): the same command four times, the same bytes
+"$NC" synth -o "$T/s1.npy" --preset late --tokens 256 --dim 64 --seed 1 >/dev/null
+"$NC" synth -o "$T/s2.npy" --preset early --tokens 256 --dim 64 --seed 2 >/dev/null
+for k in 1 2 3 4; do
+    rm -rf "$T/svg"
+    "$NC" plot "$T/s1.npy" "$T/s2.npy" --figure scatter,by-token --format svg,png --out "$T/svg" \
+        -q >/dev/null
+    cat "$T"/svg/*.svg | md5sum
+done >"$T/.sums"
+_cmd="plot --format svg,png four times"
+if [ "$(sort -u "$T/.sums" | wc -l)" -eq 1 ] && [ -s "$T/.sums" ]; then _ok; else _bad "SVG bytes differ between runs: $(sort "$T/.sums" | uniq -c | tr '\n' ' ')"; fi
 expect_file "$T/fig_sweep/ln05_sweep_alpha.csv"
 expect_file "$T/fig_sweep/ln05_sweep_alpha.png"
 expect_file "$T/outlier_steps/outlier_steps.png"
