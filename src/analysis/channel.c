@@ -290,7 +290,7 @@ static void chan_objective(const double *A, const double *ysum, size_t d, double
 /* Safeguarded Halley iteration on u = log(alpha), one pass over r's tokens
  * per step, until the step is below tol or max_passes. In: *u the start;
  * out: *u the point whose gamma_i, beta_i are in pc[2d] and whose objective
- * is *S_out. mem: [NC_SHARDS * CH_N * d]; scratch: [6d].
+ * is *S_out. mem: [NC_SHARDS * CH_N * d]; scratch: [8d].
  *
  * The step solves S_u = 0 with the first three derivatives (Halley's
  * method: the error after a step is of the order of the cube of the one
@@ -308,6 +308,8 @@ static int newton_channel(run *r, const nc_codetab_span *span, double *ttab, dou
 {
     const size_t d = r->d;
     double *ysum = scratch, *dz = scratch + 2 * d, *dz2 = scratch + 4 * d;
+    double *pc_acc = scratch + 6 * d; /* gamma_i, beta_i of the last accepted point */
+    bool accepted = false;
     chan_ctx ctx = {.r = r, .with_y = true, .ttab = span ? ttab : NULL};
     for (int s = 0; s < NC_SHARDS; s++)
         ctx.acc[s] = mem + (size_t)s * CH_N * d;
@@ -362,6 +364,8 @@ static int newton_channel(run *r, const nc_codetab_span *span, double *ttab, dou
         u_prev = *u;
         S_prev = S[0];
         *S_out = S[0];
+        memcpy(pc_acc, pc, 2 * d * sizeof *pc);
+        accepted = true;
         if (fabs(step) < tol || Su == 0) {
             *done = true;
             return 0;
@@ -377,7 +381,11 @@ static int newton_channel(run *r, const nc_codetab_span *span, double *ttab, dou
         }
         *u += step;
     }
-    *u = u_prev; /* pc and S_out belong to the last accepted point */
+    /* out of passes: back to the last accepted point, its gamma_i, beta_i
+     * too (the last pass may have been a step that went uphill) */
+    *u = u_prev;
+    if (accepted)
+        memcpy(pc, pc_acc, 2 * d * sizeof *pc);
     return 0;
 }
 
@@ -385,7 +393,7 @@ int nc_layer_fit_channel(run *r, double alpha0, double amax, size_t points, nc_f
                          int *passes, nc_err *err)
 {
     const size_t d = r->d;
-    const size_t mem_bytes = ((size_t)NC_SHARDS * CH_N + 6) * d * sizeof(double);
+    const size_t mem_bytes = ((size_t)NC_SHARDS * CH_N + 8) * d * sizeof(double);
     double *mem = nc_big_alloc(mem_bytes);
     double *pc = malloc(2 * d * sizeof *pc);
     nc_codetab_span span = {0}, *sp = NULL;
@@ -456,7 +464,7 @@ int nc_layer_fit_channel(run *r, double alpha0, double amax, size_t points, nc_f
     fr->converged = done;
     fr->ok = true;
     snprintf(fr->status, sizeof fr->status, "%s",
-             done ? "ok" : "passes reached the limit before the tolerance");
+             done ? "ok" : "Halley passes reached the limit before the tolerance");
 out:
     nc_codetab_span_free(&span);
     free(ttab);

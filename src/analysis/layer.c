@@ -691,8 +691,15 @@ static int stage_bins(analysis *A, nc_layer_result *res, nc_err *err)
 static int stage_channel(analysis *A, nc_layer_result *res, nc_err *err)
 {
     const nc_layer_spec *spec = A->spec;
-    if (spec->fit[NC_FIT_DYT_PER_CHANNEL] && res->fits[NC_FIT_DYT].ok) {
-        nc_fit_result *fr = &res->fits[NC_FIT_DYT_PER_CHANNEL];
+    nc_fit_result *fr = &res->fits[NC_FIT_DYT_PER_CHANNEL];
+    if (spec->fit[NC_FIT_DYT_PER_CHANNEL] && res->stats.tokens_used < 3) {
+        /* two points per channel are fitted exactly by gamma_i, beta_i at any
+         * alpha: nothing to fit (the iteration would wander) */
+        snprintf(fr->status, sizeof fr->status,
+                 "not fitted: %zu usable token%s; gamma_i and beta_i of each channel need 3 "
+                 "or more (with 2, every alpha fits every channel exactly)",
+                 res->stats.tokens_used, res->stats.tokens_used == 1 ? "" : "s");
+    } else if (spec->fit[NC_FIT_DYT_PER_CHANNEL] && res->fits[NC_FIT_DYT].ok) {
         int rc = nc_layer_fit_channel(&A->r, res->fits[NC_FIT_DYT].params.p[0],
                                       fmax(fabs(res->stats.min), fabs(res->stats.max)),
                                       res->points, fr, &res->passes, err);

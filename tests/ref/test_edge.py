@@ -6,8 +6,8 @@ Cases: zero tokens, zero channels, d = 1 (LayerNorm's output is identically
 0; RMSNorm's is x/sqrt(x^2+eps)), constant tokens (eps decides: with eps > 0
 the output is 0, with eps = 0 the token has no output and is counted), an
 all-NaN layer, a single non-finite value, huge values (1e30), subnormal
-values, float16 infinities, a safetensors header claiming gigabytes, a shape
-whose product overflows.
+values, float16 infinities, one to four tokens (per-channel DyT), a
+safetensors header claiming gigabytes, a shape whose product overflows.
 """
 import json
 import math
@@ -137,6 +137,22 @@ def main():
         r = fit(save(tmp, "f16inf.npy", x16))
         if r:
             C.ok(r["layers"][0]["input_stats"]["nonfinite_tokens"] == 2, "float16 infinities")
+        # few tokens: per-channel DyT needs 3 (with 2, every alpha fits every
+        # channel exactly: not fitted, and says so); from 3 on, its objective
+        # is the SSE at the parameters it reports, converged or not
+        for n, d in [(1, 9), (2, 63), (2, 7), (3, 63), (3, 9), (3, 513), (4, 1100)]:
+            xf = (rng.standard_normal((n, d)) * 2 + 0.3).astype(np.float32)
+            r = fit(save(tmp, f"few_{n}x{d}.npy", xf), "--fits", "dyt,dyt_per_channel")
+            if not r:
+                continue
+            pc = r["layers"][0]["fits"]["dyt_per_channel"]
+            if n < 3:
+                C.ok("alpha" not in pc and pc["status"].startswith("not fitted: ")
+                     and "need 3 or more" in pc["status"], f"{n} x {d}: per-channel not fitted")
+            else:
+                C.ok(pc["status"] in ("ok", "Halley passes reached the limit before the "
+                                      "tolerance"), f"{n} x {d}: per-channel status")
+                C.rel(pc["sse"], pc["objective"], 1e-9, f"{n} x {d}: per-channel objective = SSE")
         # a safetensors header claiming gigabytes, and an overflowing shape
         p = os.path.join(tmp, "giga.safetensors")
         with open(p, "wb") as fh:
