@@ -37,7 +37,8 @@
 /* Passes of the per-channel DyT fit. */
 #define CHANNEL_MAX_PASSES 30
 #define CHANNEL_TOL 1e-11 /* on the step in log(alpha) */
-#define CHANNEL_FINISH 1e-4 /* a step below this is applied without another pass */
+#define CHANNEL_FINISH 1e-4 /* a Halley step below this is applied without another pass */
+#define CHANNEL_FINISH_NEWTON 1e-5 /* the same for a Newton step (second order) */
 
 /* The per-channel sums of a pass, each [d]: T, T^2, yT, their first (1),
  * second (2) and third (3) derivatives in alpha (for T^2 halved: T T1,
@@ -355,10 +356,13 @@ static int newton_channel(run *r, const nc_codetab_span *span, double *ttab, dou
         const double Su = al * S[1], Suu = al * al * S[2] + al * S[1];
         const double Suuu = al * al * al * S[3] + 3 * al * al * S[2] + al * S[1];
         step = Suu > 0 ? -Su / Suu : (Su > 0 ? -0.5 : 0.5);
-        if (Suu > 0) {
+        bool halley_step = false; /* third order: the finishing step below may be longer */
+        if (Suu > 0 && isfinite(S[3]) && isfinite(Suuu)) {
             double den = 2 * Suu * Suu - Su * Suuu, halley = den != 0 ? -2 * Su * Suu / den : 0;
-            if (halley / step >= 0.5 && halley / step <= 2)
+            if (halley / step >= 0.5 && halley / step <= 2) {
                 step = halley;
+                halley_step = true;
+            }
         }
         step = step > 0.5 ? 0.5 : step < -0.5 ? -0.5 : step;
         u_prev = *u;
@@ -370,11 +374,18 @@ static int newton_channel(run *r, const nc_codetab_span *span, double *ttab, dou
             *done = true;
             return 0;
         }
-        if (fabs(step) < finish && Suu > 0) {
+        /* the finishing step: after Halley's step, below finish, to second
+         * order in gamma_i, beta_i (third in S); after Newton's (Halley's
+         * refused, or the third derivative not finite: |x|^3 overflows
+         * above ~5.6e102), only below finish scaled down to
+         * CHANNEL_FINISH_NEWTON, to first order (second in S): Newton's
+         * error is the square of the step, not its cube */
+        const double lim = halley_step ? finish : finish * CHANNEL_FINISH_NEWTON / CHANNEL_FINISH;
+        if (fabs(step) < lim && Suu > 0) {
             double da = al * expm1(step);
             for (size_t i = 0; i < 2 * d; i++)
-                pc[i] += dz[i] * da + 0.5 * dz2[i] * da * da;
-            *S_out = S[0] + da * (S[1] + da * (0.5 * S[2] + da * (S[3] / 6)));
+                pc[i] += dz[i] * da + (halley_step ? 0.5 * dz2[i] * da * da : 0.0);
+            *S_out = S[0] + da * (S[1] + da * (0.5 * S[2] + (halley_step ? da * (S[3] / 6) : 0.0)));
             *u += step;
             *done = true;
             return 0;

@@ -153,6 +153,21 @@ def main():
                 C.ok(pc["status"] in ("ok", "Halley passes reached the limit before the "
                                       "tolerance"), f"{n} x {d}: per-channel status")
                 C.rel(pc["sse"], pc["objective"], 1e-9, f"{n} x {d}: per-channel objective = SSE")
+        # beyond |x| ~ 5.6e102 the per-channel fit's third-derivative sums
+        # overflow (x^3): it falls back to Newton's steps and stays
+        # scale-equivariant (alpha(c x) = alpha(x) / c with eps = 0), its
+        # objective finite
+        xe = rng.standard_normal((512, 256))
+        xe[:, 5] *= 20
+        base = fit(save(tmp, "scale0.npy", xe), "--norm", "rmsnorm", "--eps", "0")
+        for e in (102, 110):
+            r = fit(save(tmp, f"scale{e}.npy", xe * 10.0 ** e), "--norm", "rmsnorm", "--eps", "0")
+            if not (r and base):
+                continue
+            pc, p0 = r["layers"][0]["fits"]["dyt_per_channel"], base["layers"][0]["fits"]["dyt_per_channel"]
+            C.ok(pc["converged"] and pc["objective"] is not None, f"x 1e{e}: per-channel converged, objective finite")
+            C.rel(p0["alpha"], pc["alpha"] * 10.0 ** e, 1e-9, f"x 1e{e}: per-channel alpha scales")
+            C.rel(pc["sse"], pc["objective"] or 0.0, 1e-9, f"x 1e{e}: per-channel objective = SSE")
         # a safetensors header claiming gigabytes, and an overflowing shape
         p = os.path.join(tmp, "giga.safetensors")
         with open(p, "wb") as fh:
