@@ -106,7 +106,8 @@ int nc_pass_run(const nc_pass *pass, nc_block_fn fn, void *ctx, nc_err *err)
         ws[k].scratch = pass->scratch_bytes ? calloc(1, pass->scratch_bytes) : NULL;
         if (!ws[k].rows || (codes && !ws[k].codes) || (pass->scratch_bytes && !ws[k].scratch)) {
             rc = nc_err_set(err, NC_ENOMEM, "out of memory for a pass buffer (%zu bytes)",
-                            block_rows * d * sizeof(double) + pass->scratch_bytes);
+                            block_rows * d * (sizeof(double) + (codes ? sizeof(uint16_t) : 0)) +
+                                pass->scratch_bytes);
             nthreads = k + 1;
             goto out;
         }

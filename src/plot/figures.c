@@ -18,7 +18,6 @@
 
 #include <math.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -431,31 +430,91 @@ static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
 /* ------------------------------------------------------ drawing jobs */
 
 /* The jobs' PNGs are drawn (laid out, rendered, encoded: cairo and libpng,
- * one core each) by up to `threads` threads at once, each taking the next
- * job, into buffers; then, job after job, their PDF and SVG are drawn (those
- * must be: figures_internal.h) and everything is stored in job order, so
- * the output set and the file list do not depend on the threads. A run over
- * a model's layers draws one scatter per layer: half the wall time on two
- * cores. */
+ * one core each) by `threads` worker threads at once, each taking the next
+ * job, into buffers, while this thread stores them in job order, drawing
+ * their PDF and SVG first; so the output set and the file list do not depend
+ * on the threads. PNG-only runs stream: the workers run at most two jobs per
+ * thread ahead of the storing, so memory stays a few figures whatever their
+ * number. With PDF or SVG asked for, all PNGs are drawn first: cairo numbers
+ * those formats' elements from one counter of the process, which every
+ * surface drawn before moves on, so each PDF and SVG must follow the same
+ * surfaces on every run (figures_internal.h). A run over a model's layers
+ * draws one scatter per layer: about half the wall time on two cores. */
 typedef struct draw_ctx {
     ctx *c;
     const char *command;
     nc_membuf (*out)[3]; /* [njobs][3] */
     int *rc;             /* [njobs] */
     nc_err *errs;        /* [njobs] */
-    atomic_size_t next;
+    bool *drawn;         /* [njobs] its PNG is drawn (rc set) */
+    size_t next;         /* the next job to draw */
+    size_t stored;       /* jobs stored so far */
+    size_t ahead;        /* how far drawing may run ahead of storing */
+    bool stop;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
 } draw_ctx;
+
+static void draw_png(draw_ctx *dc, size_t k)
+{
+    dc->rc[k] = nc_fig_draw_job(dc->c->jobs[k], dc->command, dc->c->plan, NC_FIGFMT_PNG,
+                                dc->out[k], &dc->errs[k]);
+}
 
 static void *draw_worker(void *arg)
 {
     draw_ctx *dc = arg;
+    const size_t n = dc->c->njobs;
+    pthread_mutex_lock(&dc->lock);
     for (;;) {
-        size_t k = atomic_fetch_add(&dc->next, 1);
-        if (k >= dc->c->njobs)
-            return NULL;
-        dc->rc[k] = nc_fig_draw_job(dc->c->jobs[k], dc->command, dc->c->plan, NC_FIGFMT_PNG,
-                                    dc->out[k], &dc->errs[k]);
+        while (!dc->stop && dc->next < n && dc->next >= dc->stored + dc->ahead)
+            pthread_cond_wait(&dc->cond, &dc->lock);
+        if (dc->stop || dc->next >= n)
+            break;
+        size_t k = dc->next++;
+        pthread_mutex_unlock(&dc->lock);
+        draw_png(dc, k);
+        pthread_mutex_lock(&dc->lock);
+        dc->drawn[k] = true;
+        pthread_cond_broadcast(&dc->cond);
     }
+    pthread_mutex_unlock(&dc->lock);
+    return NULL;
+}
+
+/* Waits until job k's PNG is drawn (by a worker, or here when there are
+ * none). */
+static void await_png(draw_ctx *dc, size_t k, int workers)
+{
+    if (workers == 0) {
+        if (!dc->drawn[k])
+            draw_png(dc, k);
+        dc->drawn[k] = true;
+        return;
+    }
+    pthread_mutex_lock(&dc->lock);
+    while (!dc->drawn[k])
+        pthread_cond_wait(&dc->cond, &dc->lock);
+    pthread_mutex_unlock(&dc->lock);
+}
+
+/* Job k, its PNG drawn: its PDF and SVG, then all stored into set; its
+ * buffers freed. */
+static int store_one(draw_ctx *dc, size_t k, struct nc_outset *set, char **files, size_t cap,
+                     size_t *nfiles, nc_err *err)
+{
+    ctx *c = dc->c;
+    int rc = dc->rc[k];
+    if (rc)
+        *err = dc->errs[k];
+    else
+        rc = nc_fig_draw_job(c->jobs[k], dc->command, c->plan, ~(unsigned)NC_FIGFMT_PNG,
+                             dc->out[k], err);
+    if (!rc)
+        rc = nc_fig_store_job(c->jobs[k], dc->out[k], set, files, cap, nfiles, err);
+    for (int f = 0; f < 3; f++)
+        nc_membuf_free(&dc->out[k][f]);
+    return rc;
 }
 
 static int draw_and_store(ctx *c, const char *command, int threads, struct nc_outset *set,
@@ -468,41 +527,56 @@ static int draw_and_store(ctx *c, const char *command, int threads, struct nc_ou
     dc.out = calloc(n, sizeof *dc.out);
     dc.rc = calloc(n, sizeof *dc.rc);
     dc.errs = calloc(n, sizeof *dc.errs);
-    int rc = 0;
-    if (!dc.out || !dc.rc || !dc.errs) {
-        rc = nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-        goto out;
+    dc.drawn = calloc(n, sizeof *dc.drawn);
+    if (!dc.out || !dc.rc || !dc.errs || !dc.drawn) {
+        free(dc.out);
+        free(dc.rc);
+        free(dc.errs);
+        free(dc.drawn);
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
     }
-    atomic_init(&dc.next, 0);
+    pthread_mutex_init(&dc.lock, NULL);
+    pthread_cond_init(&dc.cond, NULL);
+    bool vector = false;
+    for (size_t k = 0; k < n; k++)
+        vector = vector || (c->jobs[k]->spec->formats & (NC_FIGFMT_PDF | NC_FIGFMT_SVG));
     int nt = threads > 0 ? threads : nc_default_threads();
     if ((size_t)nt > n)
         nt = (int)n;
+    dc.ahead = vector ? n : 2 * (size_t)nt;
     pthread_t tids[NC_SHARDS];
-    int started = 0;
-    for (int k = 1; k < nt && k <= NC_SHARDS; k++) {
-        if (pthread_create(&tids[started], NULL, draw_worker, &dc) != 0)
+    int workers = 0; /* one thread: everything here, in order */
+    for (int k = 0; nt > 1 && k < nt && k < NC_SHARDS; k++) {
+        if (pthread_create(&tids[workers], NULL, draw_worker, &dc) != 0)
             break; /* fewer threads: the jobs are taken dynamically */
-        started++;
+        workers++;
     }
-    draw_worker(&dc);
-    for (int k = 0; k < started; k++)
-        pthread_join(tids[k], NULL);
+    for (size_t k = 0; vector && k < n; k++) /* every PNG before any PDF or SVG */
+        await_png(&dc, k, workers);
+    int rc = 0;
     for (size_t k = 0; k < n && !rc; k++) {
-        if ((rc = dc.rc[k]) != 0)
-            *err = dc.errs[k];
-        else /* PDF and SVG here, one job after another (figures_internal.h) */
-            rc = nc_fig_draw_job(c->jobs[k], command, c->plan, ~(unsigned)NC_FIGFMT_PNG,
-                                 dc.out[k], err);
-        if (!rc)
-            rc = nc_fig_store_job(c->jobs[k], dc.out[k], set, files, cap, nfiles, err);
+        await_png(&dc, k, workers);
+        rc = store_one(&dc, k, set, files, cap, nfiles, err);
+        pthread_mutex_lock(&dc.lock);
+        dc.stored = k + 1;
+        pthread_cond_broadcast(&dc.cond);
+        pthread_mutex_unlock(&dc.lock);
     }
-out:
-    for (size_t k = 0; dc.out && k < n; k++)
+    pthread_mutex_lock(&dc.lock);
+    dc.stop = true;
+    pthread_cond_broadcast(&dc.cond);
+    pthread_mutex_unlock(&dc.lock);
+    for (int k = 0; k < workers; k++)
+        pthread_join(tids[k], NULL);
+    for (size_t k = 0; k < n; k++) /* jobs drawn ahead of a failure */
         for (int f = 0; f < 3; f++)
             nc_membuf_free(&dc.out[k][f]);
+    pthread_mutex_destroy(&dc.lock);
+    pthread_cond_destroy(&dc.cond);
     free(dc.out);
     free(dc.rc);
     free(dc.errs);
+    free(dc.drawn);
     return rc;
 }
 
