@@ -65,8 +65,8 @@ typedef struct chan_ctx {
 } chan_ctx;
 
 /* The pass is bound by its accumulators, not by the tanh: a sweep that
- * adds each point into eleven [d] rows in memory loads and stores eleven
- * doubles per point. So the block is cut into groups of up to
+ * adds each point into fourteen [d] rows in memory loads and stores
+ * fourteen doubles per point. So the block is cut into groups of up to
  * CHANNEL_GROUP tokens and tiles of CHANNEL_TILE channels: T = tanh(alpha
  * x) of a group's tile goes to a small buffer (the vectorised tanh), then
  * each run of four channels keeps its sums in registers while the group's
@@ -75,16 +75,18 @@ typedef struct chan_ctx {
 #define CHANNEL_TILE 64
 #define CHANNEL_GROUP 16
 
-/* The nine sums of chan_quad in registers, for four channels. */
+/* The twelve sums of chan_quad that depend on alpha, in registers, for
+ * four channels. */
 typedef struct quad {
     v4d T, TT, YT, T1, TT1, YT1, T2, TT2, YT2, T3, TT3, YT3;
 } quad;
 
 /* For channels [i, i + 4) of the m tokens listed in k[] (rows of the
  * block), with T from the tile buffer Tb (row j of it for token k[j]),
- * T1 = dT/dalpha = x (1 - T^2), T2 = d2T/dalpha2 = -2 x T T1 and y = (x -
- * c_t) inv_t: adds T, T^2, yT and their first and second alpha-derivatives
- * to the sums in A (rows CH_*, each [d]), and y and y^2 when with_y. */
+ * T1 = dT/dalpha = x (1 - T^2), T2 = d2T/dalpha2 = -2 x T T1, T3 =
+ * d3T/dalpha3 = -2 x (T1^2 + T T2) and y = (x - c_t) inv_t: adds T, T^2,
+ * yT and their first three alpha-derivatives to the sums in A (rows CH_*,
+ * each [d]), and y and y^2 when with_y. */
 NC_VM_INLINE void chan_quad(double *A, size_t d, size_t i, const double *const *xr,
                             const double *c, const double *inv, size_t m, const double *Tb,
                             size_t tb, bool with_y)
