@@ -267,18 +267,19 @@ static double closed_isru(const ode_ctx *c, double x)
     return sqrt(c->d) * x / sqrt(x * x + c->d * c->rho * c->rho);
 }
 
-void nc_jac_ode_check(double rho, size_t d, double x_max, nc_jac_ode *out)
+void nc_jac_ode_check(double rho, double a2, double x_max, nc_jac_ode *out)
 {
     memset(out, 0, sizeof *out);
     out->rho = rho;
+    out->width = a2;
     out->x_max = x_max;
     out->ode2_x0 = out->ode1_max_dev = out->ode2_max_dev = NAN;
-    if (!(rho > 0 && isfinite(rho) && x_max > 0 && isfinite(x_max) && d > 0)) {
+    if (!(rho > 0 && isfinite(rho) && x_max > 0 && isfinite(x_max) && a2 > 0)) {
         snprintf(out->status, sizeof out->status,
                  "not run: needs a finite rho > 0 and max |x| > 0");
         return;
     }
-    ode_ctx c = {rho, (double)d};
+    ode_ctx c = {rho, a2};
     nc_ode_status s1 = ode_run(ode1_rhs, &c, 0.0, 0.0, x_max, closed_tanh, &out->ode1_max_dev,
                                &out->ode1_steps, &out->ode1_rejected);
 
@@ -559,7 +560,7 @@ int nc_jacobian_run(const nc_layer_result *res, const nc_tensor *x, const nc_ten
 
     /* ---- the ODE check, over [0, max |x|] with rho = the mean token scale ---- */
     t0 = nc_now_s();
-    nc_jac_ode_check(res->stats.rho, d, fmax(fabs(res->stats.min), fabs(res->stats.max)),
+    nc_jac_ode_check(res->stats.rho, nc_theory_width(res->norm, d), fmax(fabs(res->stats.min), fabs(res->stats.max)),
                      &out->ode);
     out->time_ode_s = nc_now_s() - t0;
 

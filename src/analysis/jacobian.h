@@ -213,10 +213,11 @@ typedef struct nc_jac_ode {
     bool ok;              /* both integrations reached x_max */
     char status[96];      /* "ok" or why not */
     double rho;           /* the constant scale used (the layer's mean token scale) */
+    double width;         /* A^2 of the ODEs: d (RMSNorm), d - 1 (LayerNorm, in u = x - mu) */
     double x_max;         /* the interval is [0, x_max], x_max = max |x| */
     double ode2_x0;       /* ODE-2 starts here, from its series */
-    double ode1_max_dev;  /* max |y_ode1 - sqrt(d) tanh(x / (rho sqrt d))| */
-    double ode2_max_dev;  /* max |y_ode2 - sqrt(d) x / sqrt(x^2 + d rho^2)| */
+    double ode1_max_dev;  /* max |y_ode1 - A tanh(u / (A rho))| */
+    double ode2_max_dev;  /* max |y_ode2 - A u / sqrt(u^2 + A^2 rho^2)| */
     size_t ode1_steps, ode2_steps;       /* accepted steps */
     size_t ode1_rejected, ode2_rejected; /* rejected attempts */
 } nc_jac_ode;
@@ -363,17 +364,19 @@ void nc_jac_token_dense_apply(nc_norm_kind norm, const double *y, double inv, si
 
 /* ---- the ODE check ------------------------------------------------------ */
 
-/* Integrates ODE-1 and ODE-2 of BRIEF.md over [0, x_max] for width d and
- * constant scale rho and compares with the closed forms (see nc_jac_ode).
+/* Integrates ODE-1 and ODE-2 (docs/theory.md) over [0, x_max] for width
+ * a2 = A^2 and constant scale rho: dy/du = (1/rho)(1 - y^2/a2) and dy/du =
+ * (y/u)(1 - y^2/a2), RMSNorm's with a2 = d, LayerNorm's in u = x - mu
+ * with a2 = d - 1 (nc_theory_width) and compares with the closed forms (see nc_jac_ode).
  * ODE-2 is singular at x = 0, where y = 0 is also a solution: the DyISRU
- * solution is the one with slope y'(0) = 1/rho (BRIEF.md: matching the
- * slope at 0 gives C = d rho^2). It is started at x0 = NC_JAC_ODE2_X0 *
+ * solution is the one with slope y'(0) = 1/rho (matching the
+ * slope at 0 gives C = a2 rho^2). It is started at x0 = NC_JAC_ODE2_X0 *
  * rho * sqrt(d) from the series y = x/rho - x^3/(2 d rho^3) + 3 x^5 /
  * (8 d^2 rho^5), which follows from the ODE and the slope alone
  * (y = a x + b x^3 + c x^5 in ODE-2 gives b = -a^3/(2d), c = -3 a^2 b/(4d));
  * the next term is relative ~(x0 / (rho sqrt d))^6 = 1e-18. Not run (ok
  * false, status says why) unless rho > 0, x_max > 0 and d > 0, all finite. */
-void nc_jac_ode_check(double rho, size_t d, double x_max, nc_jac_ode *out);
+void nc_jac_ode_check(double rho, double a2, double x_max, nc_jac_ode *out);
 
 /* ---- benchmark support ----------------------------------------------------- */
 

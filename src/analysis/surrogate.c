@@ -216,11 +216,11 @@ static const nc_surrogate table[NC_FIT_COUNT] = {
                             "scale*x/sqrt(x^2+C)", 2, {"C", "scale"}, false, false, isru_f,
                             isru_df, isru_both},
     [NC_FIT_DYT_THEORY] = {NC_FIT_DYT_THEORY, "dyt_theory", "DyT theory",
-                           "A*tanh(A*x/(d*rho)), A = sqrt(d) (RMSNorm) or sqrt(d-1) (LayerNorm)",
+                           "A*tanh(u/(A*rho)), A = sqrt(d) (RMSNorm) or sqrt(d-1) (LayerNorm)",
                            3, {"alpha", "gamma", "beta"},
                            false, true, dyt_f, dyt_df, dyt_both},
     [NC_FIT_DYISRU_THEORY] = {NC_FIT_DYISRU_THEORY, "dyisru_theory", "DyISRU theory",
-                              "A*x/sqrt(x^2+(d*rho/A)^2), A = sqrt(d) (RMSNorm) or sqrt(d-1) "
+                              "A*u/sqrt(u^2+A^2*rho^2), A = sqrt(d) (RMSNorm) or sqrt(d-1) "
                               "(LayerNorm)",
                               2, {"C", "scale"}, false, true,
                               isru_f, isru_df, isru_both},
@@ -260,20 +260,32 @@ double nc_theory_amp(nc_norm_kind norm, size_t d)
     return norm == NC_LAYERNORM && d >= 2 ? sqrt((double)d - 1.0) : sqrt((double)d);
 }
 
-/* A^2 = d or d - 1 exactly; RMSNorm's expressions are the ones used before
- * LayerNorm got its own, so their bits do not change. */
+/* The curves in one variable (docs/theory.md): ODE-1 in the token's own
+ * variable, dy/du = (1/rho)(1 - y^2/A^2), A^2 = d (RMSNorm, u = x) or d - 1
+ * (LayerNorm, u = x - mu), gives gamma = A, alpha = 1/(A rho): slope 1/rho
+ * at the origin, the token's own slope; ODE-2 gives the ISRU with C =
+ * A^2 rho^2. For RMSNorm these are the expressions used before LayerNorm
+ * got its own, so their bits do not change. */
 nc_params nc_dyt_theory_params(nc_norm_kind norm, double rho, size_t d)
 {
     double a = nc_theory_amp(norm, d);
-    if (a == sqrt((double)d))
-        return (nc_params){.p = {1.0 / (rho * a), a, 0.0}};
-    return (nc_params){.p = {a / ((double)d * rho), a, 0.0}};
+    return (nc_params){.p = {1.0 / (rho * a), a, 0.0}};
 }
 
 nc_params nc_dyisru_theory_params(nc_norm_kind norm, double rho, size_t d)
 {
-    double a = nc_theory_amp(norm, d), dd = (double)d;
-    if (a == sqrt(dd))
-        return (nc_params){.p = {dd * rho * rho, a}};
-    return (nc_params){.p = {dd * dd * rho * rho / (dd - 1.0), a}};
+    double a = nc_theory_amp(norm, d);
+    double a2 = a == sqrt((double)d) ? (double)d : (double)d - 1.0; /* exactly A^2 */
+    return (nc_params){.p = {a2 * rho * rho, a}};
+}
+
+const char *nc_theory_definition(nc_fit_id id)
+{
+    return id == NC_FIT_DYT_THEORY ? "1/(A*rho), A = sqrt(d) (RMSNorm) or sqrt(d-1) (LayerNorm)"
+                                   : "A^2*rho^2, A = sqrt(d) (RMSNorm) or sqrt(d-1) (LayerNorm)";
+}
+
+double nc_theory_width(nc_norm_kind norm, size_t d)
+{
+    return norm == NC_LAYERNORM && d >= 2 ? (double)d - 1.0 : (double)d;
 }

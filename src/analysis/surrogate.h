@@ -1,7 +1,7 @@
 /*
  * surrogate.h - the element-wise functions that stand in for a norm.
  *
- * BRIEF.md, "The objects" and "The gradient derivation". One table entry per
+ * docs/theory.md. One table entry per
  * fit: its report name, legend label, formula, parameter names, and
  * vectorised f(x) and f'(x). The fitter, the exact-metrics pass, the
  * Jacobian comparison, the sweeps, the figures and the report all iterate
@@ -13,8 +13,8 @@
  *   dyt_per_channel y = gamma_i*tanh(alpha*x) + beta_i          (scalar alpha, per channel i)
  *   dyisru          y = scale*x/sqrt(x^2 + C)                   (scale fixed)
  *   dyisru_free     y = scale*x/sqrt(x^2 + C)                   (scale fitted)
- *   dyt_theory      dyt with gamma = A, alpha = A/(d*rho), beta = 0
- *   dyisru_theory   dyisru with scale = A, C = (d*rho/A)^2
+ *   dyt_theory      dyt with gamma = A, alpha = 1/(A*rho), beta = 0
+ *   dyisru_theory   dyisru with scale = A, C = A^2*rho^2
  *                   (A = sqrt(d) for RMSNorm, sqrt(d-1) for LayerNorm;
  *                   docs/theory.md derives both from the diagonal ODEs)
  *   derf            y = gamma*erf(alpha*x + shift) + beta       (Derf)
@@ -85,15 +85,22 @@ double nc_theory_amp(nc_norm_kind norm, size_t d);
 
 /* The parameter-free theory curves (docs/theory.md) for a norm of width d
  * and scale rho (a token's own r_t or s_t, or one scale for the layer).
- * ODE-1, the diagonal dy/du = (1/rho)(A^2 - y^2)/d with rho constant and
- * y(0) = 0, gives DyT: gamma = A, alpha = A/(d rho), beta = 0 (slope at 0
- * A^2/(d rho): 1/rho for RMSNorm, (1 - 1/d)/rho for LayerNorm). DyISRU:
- * scale = A and C = (d rho / A)^2, the same slope at 0 (C = 1/alpha^2):
- * the exact ODE-2 solution for RMSNorm (C = d rho^2), the ISRU matched to
- * ODE-1 at the origin for LayerNorm, whose ODE-2 has no ISRU solution.
- * For LayerNorm the curves are functions of u = x - mu (the token's own
- * centre), for RMSNorm of x. */
+ * Written in the token's own variable u (x for RMSNorm, x - mu for
+ * LayerNorm, which moves u_i at rate 1 - 1/d when x_i moves), the diagonal
+ * is dy/du = (1/rho)(1 - y^2/A^2) with A^2 = d (RMSNorm) or d - 1
+ * (LayerNorm): RMSNorm's ODEs with d -> d - 1 for LayerNorm. ODE-1 (rho
+ * constant, y(0) = 0) gives DyT: gamma = A, alpha = 1/(A rho), beta = 0
+ * (slope 1/rho at 0). ODE-2 (the exact rho = u_i / y_i) gives DyISRU:
+ * scale = A, C = A^2 rho^2, the same slope at 0 (C = 1/alpha^2). */
 nc_params nc_dyt_theory_params(nc_norm_kind norm, double rho, size_t d);
 nc_params nc_dyisru_theory_params(nc_norm_kind norm, double rho, size_t d);
+
+/* The one-scale theory value of the DyT alpha (id NC_FIT_DYT_THEORY) or
+ * the DyISRU C (NC_FIT_DYISRU_THEORY) as a formula: "1/(A*rho), A = ...". */
+const char *nc_theory_definition(nc_fit_id id);
+
+/* A^2, the width of the theory's ODEs: d (RMSNorm), d - 1 (LayerNorm,
+ * d >= 2). */
+double nc_theory_width(nc_norm_kind norm, size_t d);
 
 #endif

@@ -90,7 +90,7 @@ static void group_fit_lines(job *j, nc_panel *p, const double *fx, const double 
 }
 
 /* alpha-std: per layer, the fitted alpha (circle) and the theory value
- * (nc_dyt_theory_params: 1/(rho sqrt d), LayerNorm sqrt(d-1)/(d rho)) (cross)
+ * (nc_dyt_theory_params: 1/(rho sqrt d), LayerNorm 1/(rho sqrt(d-1))) (cross)
  * at 1/std(x), named by the layer; per model the
  * line alpha = (1/std)/sqrt(d) (thin, dashed) and the fit line over its
  * layers (thick, when it has 3 or more); and the line alpha = 1/std. */

@@ -473,6 +473,8 @@ static void add_jacobian(builder *b, cJSON *lo, const nc_jac_result *j)
     num(b, ode, "ode1_max_dev", j->ode.ode1_max_dev);
     num(b, ode, "ode2_max_dev", j->ode.ode2_max_dev);
     num(b, ode, "rho", j->ode.rho);
+    num(b, ode, "width", j->ode.width);
+    str(b, ode, "variable", j->norm == NC_LAYERNORM ? "x - mu" : "x");
     num(b, ode, "x_max", j->ode.x_max);
     num(b, ode, "ode2_x0", j->ode.ode2_x0);
     num(b, ode, "steps", (double)(j->ode.ode1_steps + j->ode.ode2_steps));
@@ -506,8 +508,7 @@ static void add_sweep(builder *b, cJSON *sweeps, const nc_sweep_result *s)
     num(b, o, "fitted", s->fitted);
     num(b, o, "theory", s->theory);
     str(b, o, "theory_definition",
-        alpha ? "A/(d*rho), A = sqrt(d) (RMSNorm) or sqrt(d-1) (LayerNorm)"
-              : "(d*rho/A)^2, A = sqrt(d) (RMSNorm) or sqrt(d-1) (LayerNorm)");
+        nc_theory_definition(alpha ? NC_FIT_DYT_THEORY : NC_FIT_DYISRU_THEORY));
     num_array(b, o, "grid", s->grid, s->n);
     num_array(b, o, "rmse_refit", s->rmse_refit, s->n);
     num_array(b, o, alpha ? "gamma_refit" : "scale_refit", s->amp_refit, s->n);

@@ -123,14 +123,15 @@ def check_layer(rep_layer, x, y, scale, norm, eps, label, tol_par=1e-6):
         C.abs(coef[1], b[i], 1e-8, f"{label} dyt_per_channel beta[{i}]")
 
     # theory curves: no free parameter (docs/theory.md). Amplitude A = sqrt(d)
-    # (RMSNorm) or sqrt(d - 1) (LayerNorm); DyT alpha = A / (d rho) and
-    # DyISRU C = (d rho / A)^2, rho one scale for the layer (the mean token
-    # scale) or each token's own
+    # (RMSNorm) or sqrt(d - 1) (LayerNorm), written in the token's own
+    # variable u (x, or x - mu_t): DyT alpha = 1 / (A rho) and DyISRU
+    # C = A^2 rho^2 (slope 1/rho at the origin), rho one scale for the layer
+    # (the mean token scale) or each token's own
     rho = scale.mean()
     A = math.sqrt(d - 1.0) if norm == "layernorm" else math.sqrt(d)
-    C.rel(A / (d * rho), fits["dyt_theory"]["alpha"], 1e-12, f"{label} theory alpha")
+    C.rel(1 / (A * rho), fits["dyt_theory"]["alpha"], 1e-12, f"{label} theory alpha")
     C.rel(A, fits["dyt_theory"]["gamma"], 1e-15, f"{label} theory gamma")
-    C.rel((d * rho / A) ** 2, fits["dyisru_theory"]["C"], 1e-12, f"{label} theory C")
+    C.rel((A * rho) ** 2, fits["dyisru_theory"]["C"], 1e-12, f"{label} theory C")
     C.rel(A, fits["dyisru_theory"]["scale"], 1e-15, f"{label} theory scale")
     C.rel(A, fits["dyt_theory"]["amplitude"]["value"], 1e-15, f"{label} theory amplitude")
     # with each token's own scale s_t (r_t), in u = x - mu_t (LayerNorm) or x
@@ -138,8 +139,8 @@ def check_layer(rep_layer, x, y, scale, norm, eps, label, tol_par=1e-6):
     u = x - x.mean(axis=1, keepdims=True) if norm == "layernorm" else x
     sst_tok = float(np.sum((ys - ys.mean()) ** 2))
     per_token = {
-        "dyt_theory": A * np.tanh(A / (d * s_t) * u),
-        "dyisru_theory": A * u / np.sqrt(u * u + (d * s_t / A) ** 2),
+        "dyt_theory": A * np.tanh(u / (A * s_t)),
+        "dyisru_theory": A * u / np.sqrt(u * u + (A * s_t) ** 2),
     }
     for name, f in per_token.items():
         t = fits[name]["per_token_scale"]
@@ -151,6 +152,25 @@ def check_layer(rep_layer, x, y, scale, norm, eps, label, tol_par=1e-6):
         C.rel(t["r2"] - fits[name]["r2"], t["r2_lost_to_one_scale"], 1e-9,
               f"{label} {name} r2 lost to one scale")
         C.ok(t["variable"] == ("x - mu_t" if norm == "layernorm" else "x"), f"{label} variable")
+
+    if "jacobian" in rep_layer:
+        ode = rep_layer["jacobian"]["ode_check"]
+        C.ok(ode["width"] == (d - 1 if norm == "layernorm" else d), f"{label} ode width")
+        C.ok(ode["variable"] == ("x - mu" if norm == "layernorm" else "x"), f"{label} ode variable")
+    if norm == "layernorm":
+        # the theory's one variable (docs/theory.md): moving x_i moves u_i at
+        # rate (d-1)/d, so dy_i/du_i = J_ii d/(d-1) = (1/s)(1 - y_i^2/(d-1));
+        # J_ii by central differences of the token's LayerNorm
+        row, h = x[0].copy(), 1e-6
+        for i in (0, d // 3, d - 1):
+            e = np.zeros(d)
+            e[i] = h
+            yp, _ = layernorm((row + e)[None, :], eps)
+            ym, _ = layernorm((row - e)[None, :], eps)
+            jii = (yp[0, i] - ym[0, i]) / (2 * h)
+            y0 = y[0, i]
+            C.rel((1 - y0 * y0 / (d - 1)) / scale[0], jii * d / (d - 1), 1e-6,
+                  f"{label} dy/du = J_ii d/(d-1), channel {i}")
 
     # exact metrics at normcmp's own parameters, for every fit
     sst = float(np.sum((ys - ys.mean()) ** 2))

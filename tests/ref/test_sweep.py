@@ -85,8 +85,8 @@ def check(tmp, binned, tol):
     a = L["sweeps"]["alpha"]
     C.rel(L["fits"]["dyt"]["alpha"], a["fitted"], 0, f"{label} fitted alpha reported")
     C.rel(a["fitted"], a["optimum"]["refit"], 0.05, f"{label} optimum near the fitted alpha")
-    # LayerNorm's theory alpha: sqrt(d - 1) / (d rho) (docs/theory.md)
-    C.rel(np.sqrt(d - 1.0) / (d * s.mean()), a["theory"], 1e-12, f"{label} theory alpha")
+    # LayerNorm's theory alpha: 1 / (sqrt(d - 1) rho) (docs/theory.md)
+    C.rel(1 / (np.sqrt(d - 1.0) * s.mean()), a["theory"], 1e-12, f"{label} theory alpha")
 
 
 def main():
