@@ -46,6 +46,7 @@ void nc_layer_spec_defaults(nc_layer_spec *spec)
     spec->amp_dyisru.rule = NC_AMP_AUTO;
     spec->amp_derf.rule = NC_AMP_FREE;
     spec->seed = 1;
+    spec->boot_replicates = NC_BOOT_DEFAULT_REPLICATES;
 }
 
 /* ================================================================ stats */
@@ -115,6 +116,8 @@ NC_VMATH_CLONES static void stats_block(void *vctx, int shard, size_t t0, size_t
         size_t t = t0 + k;
         nc_token_stat st = nc_norm_token(r->spec->norm, r->spec->eps, x, d);
         r->status[t] = (unsigned char)st.status;
+        r->tmean[t] = st.mean;
+        r->tvar[t] = st.var;
         if (st.status == NC_TOKEN_NONFINITE) {
             a->nonfinite_tokens++;
             for (size_t i = 0; i < d; i++)
@@ -428,6 +431,7 @@ static void analysis_free(analysis *A)
     free(A->r.centre);
     free(A->r.inv);
     free(A->r.status);
+    free(A->r.tmean);
     free(A->r.weight);
     free(A->r.bias);
 }
@@ -492,7 +496,9 @@ static int setup(analysis *A, nc_layer_result *res, nc_err *err)
     r->centre = calloc(r->nt ? r->nt : 1, sizeof *r->centre);
     r->inv = calloc(r->nt ? r->nt : 1, sizeof *r->inv);
     r->status = calloc(r->nt ? r->nt : 1, 1);
-    if (!r->centre || !r->inv || !r->status)
+    r->tmean = calloc(2 * (r->nt ? r->nt : 1), sizeof *r->tmean);
+    r->tvar = r->tmean ? r->tmean + (r->nt ? r->nt : 1) : NULL;
+    if (!r->centre || !r->inv || !r->status || !r->tmean)
         return nc_err_set(err, NC_ENOMEM, "%s: out of memory for token statistics",
                           spec->name);
     r->weight = spec->weight ? malloc(d * sizeof(double)) : NULL;
@@ -751,6 +757,10 @@ int nc_layer_analyze(const nc_layer_spec *spec, nc_layer_result *res, nc_err *er
     if ((rc = nc_layer_verify(&A.r, res, err)))
         goto out;
     res->time_verify_s = nc_now_s() - t0;
+    t0 = nc_now_s();
+    if ((rc = nc_layer_boot_run(&A.r, res, err)))
+        goto out;
+    res->time_boot_s = nc_now_s() - t0;
 out:
     nc_progress_end(spec->progress);
     if (!rc) {
@@ -786,5 +796,7 @@ void nc_layer_result_free(nc_layer_result *res)
     free(res->data.x);
     free(res->data_bins);
     free(res->jac.frob);
+    free(res->boot.rep);
+    free(res->boot.sums);
     memset(res, 0, sizeof *res);
 }

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "analysis/amp.h"
+#include "analysis/boot.h"
 #include "analysis/surrogate.h"
 #include "core/norm.h"
 #include "core/par.h"
@@ -62,6 +63,8 @@ typedef struct nc_layer_spec {
     int threads;               /* 0: online CPUs */
     bool jacobian;             /* the verify pass also gathers the Jacobian
                                 * diagonal's per-token sums (nc_layer_jac) */
+    size_t boot_replicates;    /* token bootstrap replicates (boot.h; 0: none) */
+    size_t token_block;        /* tokens per sequence: the bootstrap's blocks (0: 1) */
     nc_progress *progress;     /* optional */
 } nc_layer_spec;
 
@@ -158,6 +161,46 @@ typedef struct nc_layer_jac {
     size_t used;
 } nc_layer_jac;
 
+/* The token bootstrap of a layer (boot.h; docs/report.md, "Uncertainty
+ * from the tokens"): replicates of every number a verdict compares, from
+ * the passes' block sums. Gaps are to the point estimate's best fit among
+ * the ranked ones (surrogate.h nc_fit_ranked): R^2 of the best minus R^2 of
+ * fit k, and backprop error of fit k minus the best's (both >= 0 at the
+ * point estimate). alpha, alpha*gamma and the affine slope come from one
+ * Gauss-Newton step per replicate from the fitted parameters (the
+ * linearised refit); slope_ratio = alpha gamma rho, the DyT fit's slope at
+ * the origin over the theory's 1/rho. */
+typedef struct nc_layer_boot {
+    bool done;                 /* ran (replicates > 0, enough blocks with a point) */
+    char status[160];          /* "ok" or why not */
+    size_t replicates, token_block, group, blocks, blocks_used;
+    uint64_t seed;
+    nc_boot_ci r2[NC_FIT_COUNT];
+    int best;                  /* by R^2 (-1: none) */
+    double r2_gap[NC_FIT_COUNT];
+    nc_boot_ci r2_gap_ci[NC_FIT_COUNT];
+    double removed;            /* 1 - SSE_best / SSE_affine: the affine residual removed */
+    nc_boot_ci removed_ci;
+    int bp_best;               /* by backprop error (-1: none) */
+    double bp_gap[NC_FIT_COUNT];
+    nc_boot_ci bp[NC_FIT_COUNT], bp_gap_ci[NC_FIT_COUNT];
+    nc_boot_ci alpha, gamma, alpha_gamma, affine_slope, rho, std;
+    double slope_ratio;
+    nc_boot_ci slope_ratio_ci;
+    /* [NC_BOOT_REP][replicates], owned: per replicate log(1/std), log alpha,
+     * log(alpha gamma), log(affine slope) (NaN where undefined), for the
+     * run-level slopes */
+    double *rep;
+    bool rep_ok;               /* the first nc_boot_run_replicates of each series are finite
+                                * (else the run level has no bootstrap for this layer) */
+    double *sums;              /* [blocks][BQ_COUNT] (layer_internal.h), owned: the
+                                * verify pass's block sums, read by layer_boot.c */
+} nc_layer_boot;
+
+/* The replicate series the run level uses (nc_layer_boot.rep). */
+enum { NC_BOOT_REP_INV_STD, NC_BOOT_REP_ALPHA, NC_BOOT_REP_ALPHA_GAMMA, NC_BOOT_REP_AFFINE,
+       NC_BOOT_REP };
+
 typedef struct nc_layer_result {
     char *name;                /* owned */
     nc_layer_tokens tok;       /* owned */
@@ -180,8 +223,9 @@ typedef struct nc_layer_result {
     double *data_bins;         /* owned: the bins, when data holds the raw points */
     double saturation[3];      /* DyT: share of points with |alpha x| > 1, 2, 3 */
     nc_layer_jac jac;          /* owned: when the spec asked for it (jac.done) */
+    nc_layer_boot boot;        /* owned: when the spec asked for it */
     int passes;                /* streaming passes over the input */
-    double time_stats_s, time_bins_s, time_fits_s, time_channel_s, time_verify_s;
+    double time_stats_s, time_bins_s, time_fits_s, time_channel_s, time_verify_s, time_boot_s;
 } nc_layer_result;
 
 /* A pass over the tokens of a finished analysis (the same visiting order

@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 
+#include "analysis/boot.h"
 #include "analysis/fit.h"
 #include "analysis/layer.h"
 #include "core/par.h"
@@ -30,6 +31,8 @@ typedef struct run {
     const size_t *tokens;  /* the sample (NULL: all) */
     double *centre, *inv;  /* [nt] per-token centre and 1/scale */
     unsigned char *status; /* [nt] nc_token_status */
+    double *tmean, *tvar;  /* [nt] each (one block at tmean): the token's mean and
+                            * population variance (NaN: non-finite token) */
     double *weight, *bias; /* [d] affine part, or NULL */
     nc_pass pass;
 } run;
@@ -62,6 +65,36 @@ int nc_layer_run_fits(const run *r, nc_layer_result *res, const nc_points *bins,
  * nc_pass_run. */
 int nc_layer_fit_channel(run *r, double alpha0, double amax, size_t points, nc_fit_result *fr,
                          int *passes, nc_err *err);
+
+/* The token bootstrap's block sums (layer_boot.c, boot.h): per block of
+ * tokens, the sums over its used points (or tokens) of these quantities. */
+enum {
+    BQ_N,                              /* points */
+    BQ_SST,                            /* sum (y - ymean)^2 */
+    BQ_SDEV,                           /* sum (y - ymean) */
+    BQ_SSE,                            /* sum (y - f)^2 by fit id, then the two
+                                        * per-token theory curves */
+    BQ_GDYT = BQ_SSE + NC_FIT_COUNT + 2, /* DyT's scores sum r df/dp, p = alpha, gamma,
+                                        * beta, r = y - f */
+    BQ_GLIN = BQ_GDYT + 3,             /* the affine map's: sum r x, sum r */
+    BQ_SCALE = BQ_GLIN + 2,            /* sum of the used tokens' scales */
+    BQ_TOK,                            /* used tokens */
+    BQ_XN,                             /* values of finite tokens */
+    BQ_X1,                             /* their sum (x - mean) */
+    BQ_X2,                             /* their sum (x - mean)^2 */
+    BQ_FROB,                           /* sum ||J_t||_F^2 (Jacobian) */
+    BQ_NUM,                            /* sum num_t by fit id (Jacobian, nc_layer_jac) */
+    BQ_COUNT = BQ_NUM + NC_FIT_COUNT
+};
+
+/* The blocks of r's layer (spec token_block over N tokens). */
+nc_boot_blocks nc_layer_boot_blocks(const run *r);
+
+/* layer_boot.c: the token bootstrap (res->boot) from res->boot.sums (the
+ * verify pass's block sums, [blocks][BQ_COUNT]) and the per-token arrays of
+ * r and res; a status, not an error, when it cannot run. Errors:
+ * NC_ENOMEM. */
+int nc_layer_boot_run(const run *r, nc_layer_result *res, nc_err *err);
 
 /* layer_verify.c: the verify pass over r's tokens: exact SSE, RMSE, R^2,
  * max and mean absolute error of every fit in res->fits that is ok, at its

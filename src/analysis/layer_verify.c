@@ -17,6 +17,13 @@
  * and kept across the token's chunks, so they have the bits of one sweep
  * over the whole row; each token's totals then go into compensated sums.
  *
+ * With the token bootstrap on (layer.h boot_replicates), each token's totals
+ * also go into the sums of its block (layer_internal.h BQ_*), and the pass
+ * adds the scores of DyT and of the affine map, sum r df/dp with r = y - f,
+ * that the bootstrap's linearised refits need. A shard's tokens cover a
+ * contiguous range of blocks, so each shard sums into its own rows and the
+ * rows are merged in shard order.
+ *
  * Legend as in layer.c. Every accumulator is per shard and merged in shard
  * order, so results do not depend on the thread count.
  *
@@ -62,6 +69,12 @@ typedef struct verify_ctx {
     double ymean, alpha;         /* alpha: DyT's, for the saturation shares (0: none) */
     bool tok[2];                 /* the per-token theory curves to evaluate */
     nc_layer_jac *jac;           /* NULL: no Jacobian sums */
+    /* the token bootstrap's block sums: shard s sums into bs[s], its rows the
+     * blocks blo[s] ..; NULL without the bootstrap */
+    nc_boot_blocks bb;
+    double *bs[NC_SHARDS];
+    size_t blo[NC_SHARDS], bn[NC_SHARDS];
+    double dyt_beta, dyt_invg;   /* DyT's beta and 1/gamma (scores) */
     verify_acc acc[NC_SHARDS];
 } verify_ctx;
 
@@ -71,6 +84,8 @@ typedef struct token_lanes {
     double sse[NSLOT][NC_LANES], sabs[NSLOT][NC_LANES], m[NSLOT][NC_LANES];
     double js[NC_FIT_COUNT][NC_LANES], jm[NC_FIT_COUNT][NC_LANES]; /* by fit slot k */
     double st[5][NC_LANES]; /* sum y^2, y, J_ii^2, (J_ii y)^2, y^4 */
+    double sdev[NC_LANES];  /* sum (y - ymean) */
+    double gs[5][NC_LANES]; /* scores: DyT's alpha, gamma, beta; the affine map's x, 1 */
 } token_lanes;
 
 /* Per-thread scratch: a chunk's rows and the token's lanes. */
@@ -120,22 +135,68 @@ NC_VM_INLINE void chunk_y(const double *x, size_t n, double c, double inv, doubl
                           double dd, double *y, double *jd, token_lanes *L)
 {
     size_t i = 0;
-    v4d q0 = V4(L->sst), q1 = V4(L->sst + 4);
+    v4d q0 = V4(L->sst), q1 = V4(L->sst + 4), s0 = V4(L->sdev), s1 = V4(L->sdev + 4);
     for (; i + NC_LANES <= n; i += NC_LANES) {
         v4d y0 = (V4(x + i) - c) * inv, y1 = (V4(x + i + 4) - c) * inv;
         V4(y + i) = y0;
         V4(y + i + 4) = y1;
         q0 += (y0 - ym) * (y0 - ym);
         q1 += (y1 - ym) * (y1 - ym);
+        s0 += y0 - ym;
+        s1 += y1 - ym;
     }
     V4(L->sst) = q0;
     V4(L->sst + 4) = q1;
+    V4(L->sdev) = s0;
+    V4(L->sdev + 4) = s1;
     for (int l = 0; i < n; i++, l++) {
         y[i] = (x[i] - c) * inv;
         L->sst[l] += (y[i] - ym) * (y[i] - ym);
+        L->sdev[l] += y[i] - ym;
     }
     if (jd)
         nc_jac_diag_lanes(y, n, inv, a, dd, jd, L->st);
+}
+
+/* DyT's scores over a chunk: with r = y - f and T = tanh(alpha x) = (f -
+ * beta) / gamma, lanes of sum r x (1 - T^2) (times gamma: d f / d alpha),
+ * sum r T (d f / d gamma) and sum r (d f / d beta). */
+NC_VM_INLINE void score_dyt(const double *restrict y, const double *restrict f,
+                            const double *restrict x, size_t n, double beta, double invg,
+                            double *restrict ga, double *restrict gg, double *restrict gb)
+{
+    size_t i = 0;
+    for (; i + NC_LANES <= n; i += NC_LANES)
+        for (int l = 0; l < NC_LANES; l++) {
+            double r = y[i + l] - f[i + l], T = (f[i + l] - beta) * invg;
+            ga[l] += r * x[i + l] * (1.0 - T * T);
+            gg[l] += r * T;
+            gb[l] += r;
+        }
+    for (int l = 0; i < n; i++, l++) {
+        double r = y[i] - f[i], T = (f[i] - beta) * invg;
+        ga[l] += r * x[i] * (1.0 - T * T);
+        gg[l] += r * T;
+        gb[l] += r;
+    }
+}
+
+/* The affine map's scores over a chunk: lanes of sum r x and sum r. */
+NC_VM_INLINE void score_lin(const double *restrict y, const double *restrict f,
+                            const double *restrict x, size_t n, double *restrict gx,
+                            double *restrict g1)
+{
+    size_t i = 0;
+    for (; i + NC_LANES <= n; i += NC_LANES)
+        for (int l = 0; l < NC_LANES; l++) {
+            double r = y[i + l] - f[i + l];
+            gx[l] += r * x[i + l];
+            g1[l] += r;
+        }
+    for (int l = 0; i < n; i++, l++) {
+        gx[l] += (y[i] - f[i]) * x[i];
+        g1[l] += y[i] - f[i];
+    }
 }
 
 /* out[k] = T[code[k]] (restrict: so that the loop vectorises as gathers) */
@@ -196,6 +257,11 @@ NC_VM_INLINE void verify_chunk(const verify_ctx *ctx, size_t i0, const double *x
         if (ctx->jac)
             nc_jac_diff_lanes(S->jd, S->fp, n, L->js[k], L->jm[k]);
         err_lanes(S->y, S->f, n, L->sse[id], L->sabs[id], L->m[id]);
+        if (ctx->bs[0] && id == NC_FIT_DYT)
+            score_dyt(S->y, S->f, x, n, ctx->dyt_beta, ctx->dyt_invg, L->gs[0], L->gs[1],
+                      L->gs[2]);
+        else if (ctx->bs[0] && id == NC_FIT_LINEAR)
+            score_lin(S->y, S->f, x, n, L->gs[3], L->gs[4]);
     }
     if (ctx->tok[0] || ctx->tok[1])
         for (size_t i = 0; i < n; i++)
@@ -209,20 +275,45 @@ NC_VM_INLINE void verify_chunk(const verify_ctx *ctx, size_t i0, const double *x
     }
 }
 
+/* The token's block sums (layer_internal.h BQ_*), into the row of its block
+ * among shard's rows; sse[j]: the token's SSE per slot (NaN: not ok). */
+static void token_block_sums(const verify_ctx *ctx, int shard, size_t t, double sst,
+                             const double *sse, const token_lanes *L)
+{
+    const run *r = ctx->r;
+    size_t b = nc_boot_block_of(&ctx->bb, r->tokens ? r->tokens[t] : t);
+    double *row = ctx->bs[shard] + (b - ctx->blo[shard]) * BQ_COUNT;
+    row[BQ_N] += (double)r->d;
+    row[BQ_SST] += sst;
+    row[BQ_SDEV] += nc_lanes_total(L->sdev);
+    for (int j = 0; j < NSLOT; j++)
+        row[BQ_SSE + j] += sse[j];
+    for (int k = 0; k < 3; k++)
+        row[BQ_GDYT + k] += nc_lanes_total(L->gs[k]);
+    for (int k = 0; k < 2; k++)
+        row[BQ_GLIN + k] += nc_lanes_total(L->gs[3 + k]);
+}
+
 /* The token's totals into the shard's sums (and the Jacobian's per-token
- * arrays at t). */
-static void token_done(const verify_ctx *ctx, verify_acc *a, size_t t, double inv,
+ * arrays at t, and its block's sums). */
+static void token_done(const verify_ctx *ctx, verify_acc *a, int shard, size_t t, double inv,
                        const token_lanes *L)
 {
-    nc_sum_add(&a->sst, nc_lanes_total(L->sst));
+    const double sst = nc_lanes_total(L->sst);
+    double sse[NSLOT];
+    nc_sum_add(&a->sst, sst);
     for (int j = 0; j < NSLOT; j++) {
+        sse[j] = NAN;
         if (j < NC_FIT_COUNT ? !ctx->fits[j].ok : !ctx->tok[j - SLOT_TOK])
             continue;
-        nc_sum_add(&a->sse[j], nc_lanes_total(L->sse[j]));
+        sse[j] = nc_lanes_total(L->sse[j]);
+        nc_sum_add(&a->sse[j], sse[j]);
         nc_sum_add(&a->sabs[j], nc_lanes_total(L->sabs[j]));
         for (int l = 0; l < NC_LANES; l++)
             a->maxe[j] = L->m[j][l] > a->maxe[j] ? L->m[j][l] : a->maxe[j];
     }
+    if (ctx->bs[0])
+        token_block_sums(ctx, shard, t, sst, sse, L);
     nc_layer_jac *J = ctx->jac;
     if (!J)
         return;
@@ -258,7 +349,7 @@ NC_VMATH_CLONES static void verify_block(void *vctx, int shard, size_t t0, size_
         for (size_t i0 = 0; i0 < d; i0 += VCHUNK)
             verify_chunk(ctx, i0, x + i0, code ? code + i0 : NULL,
                          d - i0 < VCHUNK ? d - i0 : VCHUNK, c, inv, theory, S);
-        token_done(ctx, a, t, inv, &S->L);
+        token_done(ctx, a, shard, t, inv, &S->L);
         if (ctx->alpha > 0) {
             size_t s1 = 0, s2 = 0, s3 = 0;
             const double al = ctx->alpha;
@@ -312,6 +403,50 @@ static int jac_alloc(const run *r, const nc_layer_result *res, nc_layer_jac *J, 
     for (int k = 0; k < J->ns; k++)
         J->num[k] = J->off + (size_t)(k + 1) * n;
     return 0;
+}
+
+nc_boot_blocks nc_layer_boot_blocks(const run *r)
+{
+    return nc_boot_blocks_make(r->N, r->spec->token_block, NC_BOOT_MAX_BLOCKS);
+}
+
+/* The bootstrap's block sums: res->boot.sums [blocks][BQ_COUNT] and the
+ * shards' rows (one block of memory at vc->bs[0], freed by the caller). */
+static int boot_alloc(verify_ctx *vc, const run *r, nc_layer_result *res, nc_err *err)
+{
+    vc->bb = nc_layer_boot_blocks(r);
+    size_t rows = 0;
+    for (int s = 0; s < NC_SHARDS; s++) {
+        size_t a = nc_shard_begin(r->nt, s), e = nc_shard_begin(r->nt, s + 1);
+        vc->bn[s] = 0;
+        if (a == e)
+            continue;
+        vc->blo[s] = nc_boot_block_of(&vc->bb, r->tokens ? r->tokens[a] : a);
+        vc->bn[s] = nc_boot_block_of(&vc->bb, r->tokens ? r->tokens[e - 1] : e - 1) + 1 -
+                    vc->blo[s];
+        rows += vc->bn[s];
+    }
+    double *mem = calloc((rows ? rows : 1) * BQ_COUNT, sizeof *mem);
+    res->boot.sums = calloc((vc->bb.nb ? vc->bb.nb : 1) * BQ_COUNT, sizeof *res->boot.sums);
+    if (!mem || !res->boot.sums) {
+        free(mem);
+        return nc_err_set(err, NC_ENOMEM, "%s: out of memory for the bootstrap's block sums",
+                          r->spec->name);
+    }
+    for (int s = 0, used = 0; s < NC_SHARDS; used += (int)vc->bn[s], s++)
+        vc->bs[s] = mem + (size_t)used * BQ_COUNT;
+    const nc_fit_result *dyt = &res->fits[NC_FIT_DYT];
+    vc->dyt_beta = dyt->ok ? dyt->params.p[2] : 0;
+    vc->dyt_invg = dyt->ok && dyt->params.p[1] != 0 ? 1.0 / dyt->params.p[1] : NAN;
+    return 0;
+}
+
+/* The shards' rows into res->boot.sums, in shard order. */
+static void boot_merge(const verify_ctx *vc, nc_layer_result *res)
+{
+    for (int s = 0; s < NC_SHARDS; s++)
+        for (size_t k = 0; k < vc->bn[s] * BQ_COUNT; k++)
+            res->boot.sums[vc->blo[s] * BQ_COUNT + k] += vc->bs[s][k];
 }
 
 /* The value tables' block: f and f' per fit, and tanh(alpha x). */
@@ -394,6 +529,8 @@ int nc_layer_verify(run *r, nc_layer_result *res, nc_err *err)
             goto out;
         vc->jac = &res->jac;
     }
+    if (spec->boot_replicates > 0 && (rc = boot_alloc(vc, r, res, err)))
+        goto out;
     r->pass.scratch_bytes = sizeof(verify_scratch);
     r->pass.codes = tables != NULL;
     nc_progress_begin(spec->progress, spec->name, "verify", (uint64_t)(r->nt * r->d));
@@ -403,6 +540,8 @@ int nc_layer_verify(run *r, nc_layer_result *res, nc_err *err)
         goto out;
     res->passes++;
     verify_merge(vc);
+    if (vc->bs[0])
+        boot_merge(vc, res);
     const verify_acc *V = &vc->acc[0];
     double n = (double)res->points;
     res->y_sst = nc_sum_get(&V->sst);
@@ -433,6 +572,7 @@ int nc_layer_verify(run *r, nc_layer_result *res, nc_err *err)
         nc_jac_acc_finish(&V->jac, vc->jac);
 out:
     nc_big_free(tables, TABLES_BYTES);
+    free(vc->bs[0]);
     free(vc);
     return rc;
 }

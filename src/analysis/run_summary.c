@@ -24,16 +24,47 @@ void nc_layer_summary_init(nc_layer_summary *s, const char *name)
 {
     memset(s, 0, sizeof *s);
     s->name = name;
+    s->source = "";
+    s->norm = -1;
     s->std = s->rho = NAN;
     s->alpha = s->gamma = s->theory_alpha = s->affine_slope = NAN;
     for (int k = 0; k < NC_FIT_COUNT; k++)
-        s->r2[k] = s->bp[k] = s->bp_se[k] = NAN;
+        s->r2[k] = s->bp[k] = s->bp_se[k] = s->r2_gap_lo[k] = s->bp_gap_lo[k] = NAN;
+    s->boot_best = s->boot_bp_best = -1;
+    s->removed = s->removed_lo = s->removed_hi = NAN;
+    s->slope_ratio = s->slope_ratio_lo = s->slope_ratio_hi = s->alpha_lo = s->alpha_hi = NAN;
+}
+
+/* The bootstrap's numbers of a finished layer (layer.h nc_layer_boot). */
+static void summary_boot(const nc_layer_boot *B, nc_layer_summary *s)
+{
+    s->slope_ratio = B->slope_ratio;
+    s->removed = B->removed;
+    if (!B->done)
+        return;
+    s->boot = true;
+    s->boot_best = B->best;
+    s->boot_bp_best = B->bp_best;
+    for (int k = 0; k < NC_FIT_COUNT; k++) {
+        s->r2_gap_lo[k] = B->r2_gap_ci[k].lo;
+        s->bp_gap_lo[k] = B->bp_gap_ci[k].lo;
+    }
+    s->removed_lo = B->removed_ci.lo;
+    s->removed_hi = B->removed_ci.hi;
+    s->slope_ratio_lo = B->slope_ratio_ci.lo;
+    s->slope_ratio_hi = B->slope_ratio_ci.hi;
+    s->alpha_lo = B->alpha.lo;
+    s->alpha_hi = B->alpha.hi;
+    s->nrep = B->rep_ok ? nc_boot_run_replicates(B->replicates) : 0;
+    for (int j = 0; j < NC_BOOT_REP; j++)
+        s->rep[j] = B->rep + (size_t)j * B->replicates;
 }
 
 void nc_layer_summary_from_result(const nc_layer_result *res, const nc_jac_result *jac,
                                   nc_layer_summary *s)
 {
     nc_layer_summary_init(s, res->name);
+    s->norm = (int)res->norm;
     s->d = res->d;
     s->std = res->stats.std;
     s->rho = res->stats.rho;
@@ -53,6 +84,7 @@ void nc_layer_summary_from_result(const nc_layer_result *res, const nc_jac_resul
             s->bp[k] = jac->surr[k].backprop.err;
             s->bp_se[k] = jac->surr[k].backprop.err_se;
         }
+    summary_boot(&res->boot, s);
 }
 
 /* ------------------------------------------------------ t distribution */
@@ -177,22 +209,17 @@ nc_loglog nc_loglog_fit(const double *x, const double *y, size_t n)
 
 /* ------------------------------------------------------------- ranking */
 
-/* Ranked: the shared-parameter surrogates; not the affine map (the
- * baseline) nor the per-channel DyT (2d + 1 parameters: not like for like). */
 static bool ranked(int k)
 {
-    return k != NC_FIT_LINEAR && k != NC_FIT_DYT_PER_CHANNEL;
-}
-
-bool nc_fit_ranked(nc_fit_id k)
-{
-    return ranked((int)k);
+    return nc_fit_ranked((nc_fit_id)k);
 }
 
 /* The best of the ranked fits with a finite value: the largest (R^2) or
- * smallest (backprop error); ties as run_summary.h says. se: standard
- * errors or NULL (R^2). */
-static nc_rank rank_fits(const double *v, const double *se, bool larger_better)
+ * smallest (backprop error); ties as run_summary.h says. gap_lo: the lower
+ * ends of the bootstrap intervals of each fit's gap to boot_best (NULL: no
+ * bootstrap; then se: standard errors, or NULL for R^2's fixed rule). */
+static nc_rank rank_fits(const double *v, const double *se, bool larger_better,
+                         const double *gap_lo, int boot_best)
 {
     nc_rank R = {.best = -1, .value = NAN, .se = NAN};
     for (int k = 0; k < NC_FIT_COUNT; k++) {
@@ -206,17 +233,27 @@ static nc_rank rank_fits(const double *v, const double *se, bool larger_better)
     }
     if (R.best < 0)
         return R;
+    if (gap_lo && boot_best >= 0 && isfinite(v[boot_best])) { /* the bootstrap's own best */
+        R.best = boot_best;
+        R.value = v[boot_best];
+    }
     R.se = se ? se[R.best] : NAN;
     for (int k = 0; k < NC_FIT_COUNT; k++) {
         if (!ranked(k) || k == R.best || !isfinite(v[k]))
             continue;
         double gap = fabs(v[k] - R.value), lim;
-        if (se)
-            lim = isfinite(se[k]) && isfinite(R.se) ? 2.0 * sqrt(se[k] * se[k] + R.se * R.se)
-                                                    : 0.0;
-        else
-            lim = NC_R2_TIE;
-        if (gap < lim || gap == 0) {
+        bool tie;
+        if (gap_lo) {
+            tie = !(gap_lo[k] > 0); /* the interval reaches 0, or is undefined */
+        } else {
+            if (se)
+                lim = isfinite(se[k]) && isfinite(R.se) ? 2.0 * sqrt(se[k] * se[k] + R.se * R.se)
+                                                        : 0.0;
+            else
+                lim = NC_R2_TIE;
+            tie = gap < lim || gap == 0;
+        }
+        if (tie) {
             R.tie[k] = true;
             R.nties++;
         }
@@ -224,59 +261,95 @@ static nc_rank rank_fits(const double *v, const double *se, bool larger_better)
     return R;
 }
 
+/* Thresholds of the share of the affine residual removed. */
+#define SATURATING 0.1
+#define STRONGLY 0.5
+
 const char *nc_layer_verdict_kind(const nc_layer_verdict *v)
 {
     if (v->by_r2.best < 0)
         return "no fit";
     if (!isfinite(v->residual_removed))
         return "no affine baseline";
-    return v->residual_removed >= 0.5   ? "strongly saturating"
-           : v->residual_removed >= 0.1 ? "saturating"
-                                        : "near-linear";
+    if (!v->boot)
+        return v->residual_removed >= STRONGLY     ? "strongly saturating"
+               : v->residual_removed >= SATURATING ? "saturating"
+                                                   : "near-linear";
+    if (!isfinite(v->removed_lo) || !isfinite(v->removed_hi))
+        return "undecided";
+    return v->removed_lo >= STRONGLY     ? "strongly saturating"
+           : v->removed_lo >= SATURATING ? "saturating"
+           : v->removed_hi < SATURATING  ? "near-linear"
+                                         : "undecided";
 }
 
-/* "dyisru (tie: dyt, derf)" */
+/* "dyisru" or "tie: dyisru, dyt, derf" (the best first) */
 static void rank_text(const nc_rank *R, char *buf, size_t cap)
 {
-    size_t o = (size_t)snprintf(buf, cap, "%s", nc_surrogate_get((nc_fit_id)R->best)->name);
-    const char *sep = " (tie: ";
+    const char *best = nc_surrogate_get((nc_fit_id)R->best)->name;
+    size_t o = (size_t)snprintf(buf, cap, "%s%s", R->nties ? "tie: " : "", best);
     for (int k = 0; k < NC_FIT_COUNT && o < cap; k++)
-        if (R->tie[k]) {
-            o += (size_t)snprintf(buf + o, cap - o, "%s%s", sep,
-                                  nc_surrogate_get((nc_fit_id)k)->name);
-            sep = ", ";
-        }
-    if (R->nties && o < cap)
-        snprintf(buf + o, cap - o, ")");
+        if (R->tie[k])
+            o += (size_t)snprintf(buf + o, cap - o, ", %s", nc_surrogate_get((nc_fit_id)k)->name);
+}
+
+/* " [lo, hi]" in percent, or "" */
+static void pct_ci(double lo, double hi, char *buf, size_t cap)
+{
+    if (isfinite(lo) && isfinite(hi))
+        snprintf(buf, cap, " [%.0f%%, %.0f%%]", 100.0 * lo, 100.0 * hi);
+    else
+        snprintf(buf, cap, "%s", "");
 }
 
 static void layer_verdict(const nc_layer_summary *s, nc_layer_verdict *v)
 {
-    v->by_r2 = rank_fits(s->r2, NULL, true);
-    v->by_bp = rank_fits(s->bp, s->bp_se, false);
-    v->bp_ties_known = v->by_bp.best >= 0 && isfinite(s->bp_se[v->by_bp.best]);
+    v->boot = s->boot;
+    v->by_r2 = rank_fits(s->r2, NULL, true, s->boot ? s->r2_gap_lo : NULL, s->boot_best);
+    bool bp_boot = s->boot && s->boot_bp_best >= 0;
+    v->by_bp = rank_fits(s->bp, s->bp_se, false, bp_boot ? s->bp_gap_lo : NULL, s->boot_bp_best);
+    v->bp_ties_known = v->by_bp.best >= 0 && (bp_boot || isfinite(s->bp_se[v->by_bp.best]));
     v->affine_r2 = s->r2[NC_FIT_LINEAR];
     v->gain_r2 = v->by_r2.value - v->affine_r2;
-    v->residual_removed = 1.0 - (1.0 - v->by_r2.value) / (1.0 - v->affine_r2);
-    v->alpha_over_theory = s->alpha / s->theory_alpha;
+    v->residual_removed = isfinite(s->removed)
+                              ? s->removed
+                              : 1.0 - (1.0 - v->by_r2.value) / (1.0 - v->affine_r2);
+    v->removed_lo = s->removed_lo;
+    v->removed_hi = s->removed_hi;
+    v->slope_ratio = s->slope_ratio;
+    v->slope_ratio_lo = s->slope_ratio_lo;
+    v->slope_ratio_hi = s->slope_ratio_hi;
     if (v->by_r2.best < 0) {
         snprintf(v->verdict, sizeof v->verdict, "no surrogate was fitted");
         return;
     }
-    char r2t[128], bpt[256] = "";
+    char r2t[128], bpt[256] = "", rm[48], sr[96] = "";
     rank_text(&v->by_r2, r2t, sizeof r2t);
     if (v->by_bp.best >= 0) {
         char t[128];
         rank_text(&v->by_bp, t, sizeof t);
         snprintf(bpt, sizeof bpt, "; best backprop: %s, bp err %.4g%s", t, v->by_bp.value,
-                 v->bp_ties_known ? "" : " (no standard errors: ties not decided)");
+                 v->bp_ties_known ? "" : " (no uncertainty: ties not decided)");
     }
-    if (!isfinite(v->affine_r2))
-        snprintf(v->verdict, sizeof v->verdict, "best R^2: %s %.4f%s", r2t, v->by_r2.value, bpt);
+    if (isfinite(v->slope_ratio))
+        snprintf(sr, sizeof sr, isfinite(v->slope_ratio_lo) ? "; slope at 0 / theory %.3g "
+                 "[%.3g, %.3g]" : "; slope at 0 / theory %.3g", v->slope_ratio,
+                 v->slope_ratio_lo, v->slope_ratio_hi);
+    const char *point = v->boot ? "" : " (point estimates: no bootstrap)";
+    if (!isfinite(v->affine_r2)) {
+        snprintf(v->verdict, sizeof v->verdict, "best R^2: %s %.4f%s%s%s", r2t, v->by_r2.value,
+                 bpt, sr, point);
+        return;
+    }
+    char pct[16];
+    if (isfinite(v->residual_removed))
+        snprintf(pct, sizeof pct, "%.0f%%", 100.0 * v->residual_removed);
     else
-        snprintf(v->verdict, sizeof v->verdict, "%s: best R^2 %s %.4f vs affine %.4f "
-                 "(removes %.0f%% of its residual)%s", nc_layer_verdict_kind(v), r2t,
-                 v->by_r2.value, v->affine_r2, 100.0 * v->residual_removed, bpt);
+        snprintf(pct, sizeof pct, "undefined");
+    pct_ci(v->removed_lo, v->removed_hi, rm, sizeof rm);
+    snprintf(v->verdict, sizeof v->verdict, "%s: removes %s%s of the affine residual "
+             "(best R^2 %s %.4f vs affine %.4f)%s%s%s", nc_layer_verdict_kind(v), pct, rm, r2t,
+             v->by_r2.value, v->affine_r2, bpt, sr, point);
 }
 
 /* "alpha*gamma ~ (1/std)^0.98 [0.90, 1.06]" or without the interval */
@@ -297,21 +370,39 @@ static bool overlap(const nc_loglog *a, const nc_loglog *b)
            b->ci_lo <= a->ci_hi;
 }
 
-/* A group's line: "d = 256 (3 layers: early, middle, late): alpha ~ ...;
- * alpha*gamma ~ ...; affine slope ~ ...; <comparison>". */
-static void group_verdict(const nc_layer_summary *L, nc_run_group *G)
+/* The last component of a source path ("data/vit4mnist/" -> "vit4mnist"),
+ * into buf. */
+static const char *short_source(const char *src, char *buf, size_t cap)
 {
-    char names[160] = "", a[96], ag[96], af[96];
-    size_t o = 0;
-    for (size_t k = 0; k < G->nlayers && o < sizeof names; k++)
-        o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", k ? ", " : "",
-                              L[G->layer[k]].name ? L[G->layer[k]].name : "?");
-    if (o >= sizeof names) /* cut: end on "..." */
-        memcpy(names + sizeof names - 4, "...", 4);
-    const char *head = G->nlayers == 1 ? "layer" : "layers";
+    size_t n = src ? strlen(src) : 0;
+    while (n > 1 && src[n - 1] == '/')
+        n--;
+    size_t a = n;
+    while (a > 0 && src[a - 1] != '/')
+        a--;
+    snprintf(buf, cap, "%.*s", (int)(n - a), src ? src + a : "");
+    return buf;
+}
+
+/* "vit4mnist: LayerNorm, d = 64, 3 layers" (or the config's group name) */
+static void group_head(const nc_run_group *G, char *buf, size_t cap)
+{
+    char sb[96];
+    const char *kind = G->norm == NC_LAYERNORM ? "LayerNorm" : G->norm == NC_RMSNORM ? "RMSNorm"
+                                                                                    : "norm ?";
+    snprintf(buf, cap, "%s: %s, d = %zu, %zu layer%s",
+             G->name ? G->name : short_source(G->source, sb, sizeof sb), kind, G->d, G->nlayers,
+             G->nlayers == 1 ? "" : "s");
+}
+
+/* A group's line: "<head>: alpha ~ ...; alpha*gamma ~ ...; affine slope ~
+ * ...; <comparison>" (the layers' names are in the groups' lists). */
+static void group_verdict(nc_run_group *G)
+{
+    char head[160], a[96], ag[96], af[96];
+    group_head(G, head, sizeof head);
     if (G->nlayers < 3) {
-        snprintf(G->verdict, sizeof G->verdict, "d = %zu (%zu %s: %s): no slopes (needs 3 "
-                 "layers)", G->d, G->nlayers, head, names);
+        snprintf(G->verdict, sizeof G->verdict, "%s: no slopes (needs 3 layers)", head);
         return;
     }
     slope_text("alpha", &G->alpha, a, sizeof a);
@@ -324,53 +415,101 @@ static void group_verdict(const nc_layer_summary *L, nc_run_group *G)
                             "(intervals overlap)"
                           : "alpha*gamma and the affine slope follow 1/std differently "
                             "(intervals apart)";
-    snprintf(G->verdict, sizeof G->verdict, "d = %zu (%zu %s: %s): %s; %s; %s; %s", G->d,
-             G->nlayers, head, names, a, ag, af, cmp);
+    snprintf(G->verdict, sizeof G->verdict, "%s: %s; %s; %s; %s", head, a, ag, af, cmp);
 }
 
-static void run_verdict(const nc_layer_summary *L, nc_run_summary *R)
+static void run_verdict(nc_run_summary *R)
 {
     const char *best = R->most_best_r2 >= 0 ? nc_surrogate_get((nc_fit_id)R->most_best_r2)->name
                                             : "none";
     size_t o = (size_t)snprintf(R->verdict, sizeof R->verdict,
-                                "%zu of %zu layers saturating; best R^2 most often: %s (%zu)",
-                                R->saturating, R->nlayers, best, R->most_best_r2_count);
+                                "%zu of %zu layers saturating, %zu near-linear, %zu undecided",
+                                R->saturating, R->nlayers, R->near_linear, R->undecided);
+    if (R->decided_best)
+        o += (size_t)snprintf(R->verdict + o, sizeof R->verdict - o,
+                              "; best R^2 most often: %s (%zu of the %zu layers with a decided "
+                              "best, %zu ties)", best, R->most_best_r2_count, R->decided_best,
+                              R->nlayers - R->decided_best);
+    else
+        o += (size_t)snprintf(R->verdict + o, sizeof R->verdict - o,
+                              "; no layer has a best R^2 outside a tie");
+    if (!R->boot && o < sizeof R->verdict)
+        o += (size_t)snprintf(R->verdict + o, sizeof R->verdict - o,
+                              " (point estimates: some layers have no bootstrap)");
     for (size_t g = 0; g < R->ngroups && o < sizeof R->verdict; g++) {
-        group_verdict(L, &R->group[g]);
+        group_verdict(&R->group[g]);
         o += (size_t)snprintf(R->verdict + o, sizeof R->verdict - o, " | %s",
                               R->group[g].verdict);
     }
 }
 
-size_t nc_width_groups(const size_t *d, size_t n, size_t *group_of)
+static bool same_key(const nc_group_key *a, const nc_group_key *b)
+{
+    if (a->group || b->group)
+        return a->group && b->group && strcmp(a->group, b->group) == 0;
+    return a->d == b->d && a->norm == b->norm &&
+           strcmp(a->source ? a->source : "", b->source ? b->source : "") == 0;
+}
+
+size_t nc_model_groups(const nc_group_key *key, size_t n, size_t *group_of)
 {
     size_t ng = 0;
     for (size_t k = 0; k < n; k++) {
         size_t q = 0;
-        while (q < k && d[q] != d[k]) /* the first earlier layer of width d */
+        while (q < k && !same_key(&key[q], &key[k])) /* the first earlier layer like it */
             q++;
         group_of[k] = q < k ? group_of[q] : ng++;
     }
     return ng;
 }
 
+/* The token bootstrap of a group's slopes: the OLS slope on each replicate
+ * (the layers' replicate r are paired: the same draws), summarised. */
+static void group_boot(const nc_layer_summary *L, nc_run_group *G, double *v)
+{
+    size_t B = SIZE_MAX;
+    for (size_t m = 0; m < G->nlayers; m++)
+        B = L[G->layer[m]].nrep < B ? L[G->layer[m]].nrep : B;
+    if (G->nlayers < 3 || B == SIZE_MAX || B < 2)
+        return;
+    G->boot_n = B;
+    double *x = v, *y = v + G->nlayers, *sl = v + 2 * G->nlayers, *work = sl + 3 * B;
+    const int ys[3] = {NC_BOOT_REP_ALPHA, NC_BOOT_REP_ALPHA_GAMMA, NC_BOOT_REP_AFFINE};
+    for (size_t r = 0; r < B; r++)
+        for (int q = 0; q < 3; q++) {
+            for (size_t m = 0; m < G->nlayers; m++) {
+                const nc_layer_summary *s = &L[G->layer[m]];
+                x[m] = exp(s->rep[NC_BOOT_REP_INV_STD][r]);
+                y[m] = exp(s->rep[ys[q]][r]);
+            }
+            sl[q * B + r] = nc_loglog_fit(x, y, G->nlayers).slope;
+        }
+    G->boot_alpha = nc_boot_summary(sl, 1, B, work);
+    G->boot_alpha_gamma = nc_boot_summary(sl + B, 1, B, work);
+    G->boot_affine = nc_boot_summary(sl + 2 * B, 1, B, work);
+}
+
 /* The groups of the run and their slopes (v: scratch of 4 n doubles). */
 static int run_groups(const nc_layer_summary *L, size_t n, nc_run_summary *out, double *v)
 {
-    size_t *d = malloc((n ? n : 1) * sizeof *d), *idx = calloc(n ? n : 1, sizeof *idx);
+    nc_group_key *key = malloc((n ? n : 1) * sizeof *key);
+    size_t *idx = calloc(n ? n : 1, sizeof *idx);
     out->group_of = malloc((n ? n : 1) * sizeof *out->group_of);
-    if (!d || !idx || !out->group_of) {
-        free(d);
+    double *bv = malloc((2 * n + 4 * NC_BOOT_RUN_REPLICATES + 1) * sizeof *bv);
+    if (!key || !idx || !out->group_of || !bv) {
+        free(key);
         free(idx);
+        free(bv);
         return -1;
     }
     for (size_t k = 0; k < n; k++)
-        d[k] = L[k].d;
-    out->ngroups = nc_width_groups(d, n, out->group_of);
-    free(d);
+        key[k] = (nc_group_key){L[k].group, L[k].source, L[k].norm, L[k].d};
+    out->ngroups = nc_model_groups(key, n, out->group_of);
+    free(key);
     out->group = calloc(out->ngroups ? out->ngroups : 1, sizeof *out->group);
     if (!out->group || out->ngroups == 0) { /* no layers: nothing to slice idx for */
         free(idx);
+        free(bv);
         return out->group ? 0 : -1;
     }
     size_t used = 0; /* the groups' index lists share idx, one slice each */
@@ -383,6 +522,9 @@ static int run_groups(const nc_layer_summary *L, size_t n, nc_run_summary *out, 
                 size_t m = G->nlayers++;
                 G->layer[m] = k;
                 G->d = L[k].d;
+                G->norm = L[k].norm;
+                G->source = L[k].source;
+                G->name = L[k].group;
                 x[m] = 1.0 / L[k].std;
                 al[m] = L[k].alpha;
                 ag[m] = L[k].alpha * L[k].gamma;
@@ -392,7 +534,9 @@ static int run_groups(const nc_layer_summary *L, size_t n, nc_run_summary *out, 
         G->alpha = nc_loglog_fit(x, al, G->nlayers);
         G->alpha_gamma = nc_loglog_fit(x, ag, G->nlayers);
         G->affine = nc_loglog_fit(x, af, G->nlayers);
+        group_boot(L, G, bv);
     }
+    free(bv);
     return 0;
 }
 
@@ -410,19 +554,26 @@ int nc_run_summary_compute(const nc_layer_summary *L, size_t n, nc_run_summary *
     }
     out->nlayers = n;
     size_t count[NC_FIT_COUNT] = {0};
+    out->boot = n > 0;
     for (size_t k = 0; k < n; k++) {
+        const nc_layer_verdict *lv = &out->layer[k];
         layer_verdict(&L[k], &out->layer[k]);
-        if (strstr(nc_layer_verdict_kind(&out->layer[k]), "saturating"))
-            out->saturating++;
-        if (out->layer[k].by_r2.best >= 0)
-            count[out->layer[k].by_r2.best]++;
+        const char *kind = nc_layer_verdict_kind(lv);
+        out->saturating += strstr(kind, "saturating") != NULL;
+        out->near_linear += strcmp(kind, "near-linear") == 0;
+        out->undecided += strcmp(kind, "undecided") == 0;
+        out->boot &= lv->boot;
+        if (lv->by_r2.best >= 0 && lv->by_r2.nties == 0) {
+            count[lv->by_r2.best]++;
+            out->decided_best++;
+        }
     }
     for (int f = 0; f < NC_FIT_COUNT; f++)
         if (count[f] > out->most_best_r2_count) {
             out->most_best_r2 = f;
             out->most_best_r2_count = count[f];
         }
-    run_verdict(L, out);
+    run_verdict(out);
     free(v);
     return 0;
 }

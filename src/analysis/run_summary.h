@@ -21,8 +21,17 @@
  * Left out: anything that needs the data (all inputs are per-layer
  * summaries); the printing (cli) and the JSON (report).
  *
- * The slopes are per model group (layers sharing d, nc_width_groups): a
- * slope across layers of unrelated models would mix their scales.
+ * The slopes are per model group (nc_model_groups: layers of one source,
+ * norm kind and d, or a group a config names): a slope across layers of
+ * unrelated models would mix their scales.
+ *
+ * Decisions come from the token bootstrap (analysis/boot.h; the layer's
+ * numbers in layers[].bootstrap): a fit is "best" only when the 95%
+ * interval of its gap to every other ranked fit lies above zero (else the
+ * fits inside are a tie), and a layer is "saturating" / "near-linear" only
+ * when the interval of the affine residual removed lies wholly on one side
+ * of the threshold (else "undecided"). Without a bootstrap the verdict
+ * says it shows point estimates only.
  */
 #ifndef NC_RUN_SUMMARY_H
 #define NC_RUN_SUMMARY_H
@@ -30,6 +39,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "analysis/boot.h"
 #include "analysis/jacobian.h"
 #include "analysis/layer.h"
 #include "analysis/surrogate.h"
@@ -39,6 +49,9 @@
  * does not have (a fit that did not run, no Jacobian block). */
 typedef struct nc_layer_summary {
     const char *name;          /* layers[].name (not owned) */
+    const char *source;        /* layers[].source: the dump or folder it came from (not owned) */
+    const char *group;         /* layers[].group: a group a config named, or NULL */
+    int norm;                  /* layers[].norm (nc_norm_kind), -1: unknown */
     size_t d;                  /* layers[].dim */
     double std;                /* layers[].input_stats.std */
     double rho;                /* layers[].input_stats.rho */
@@ -50,6 +63,17 @@ typedef struct nc_layer_summary {
      * tokens of the probes' relative backprop error) and its standard
      * error (.backprop_rel_err_se; NAN when the report has none) */
     double bp[NC_FIT_COUNT], bp_se[NC_FIT_COUNT];
+    /* the token bootstrap (layers[].bootstrap); boot false: none */
+    bool boot;
+    int boot_best;             /* .best_r2.fit */
+    double r2_gap_lo[NC_FIT_COUNT];  /* .best_r2.gaps.<fit>.ci95[0] */
+    int boot_bp_best;          /* .best_backprop.fit (-1: none) */
+    double bp_gap_lo[NC_FIT_COUNT];  /* .best_backprop.gaps.<fit>.ci95[0] */
+    double removed, removed_lo, removed_hi;             /* .residual_removed */
+    double slope_ratio, slope_ratio_lo, slope_ratio_hi; /* .slope_ratio */
+    double alpha_lo, alpha_hi;                          /* .alpha.ci95 */
+    size_t nrep;               /* .run_replicates.n */
+    const double *rep[NC_BOOT_REP]; /* .run_replicates series, [nrep] each (not owned) */
 } nc_layer_summary;
 
 /* A summary with every number NAN. */
@@ -81,10 +105,6 @@ typedef struct nc_rank {
     size_t candidates;        /* fits compared */
 } nc_rank;
 
-/* Whether fit k is ranked in the per-layer verdicts: the shared-parameter
- * surrogates (not the affine map, the baseline, nor the per-channel DyT). */
-bool nc_fit_ranked(nc_fit_id k);
-
 /* R^2 is exact on the layer's tokens: two fits tie when their R^2 differ
  * by less than this (below what the summary prints). */
 #define NC_R2_TIE 1e-4
@@ -93,26 +113,37 @@ typedef struct nc_layer_verdict {
     nc_rank by_r2;            /* over the shared-parameter surrogates: every fit but
                                * the affine map and the per-channel DyT */
     nc_rank by_bp;            /* over the same, those with a backprop error */
-    bool bp_ties_known;       /* standard errors were there to decide ties */
+    bool bp_ties_known;       /* uncertainties were there to decide ties */
+    bool boot;                /* decided by the token bootstrap (else point estimates) */
     double affine_r2;
     double gain_r2;           /* best R^2 - affine R^2 */
     double residual_removed;  /* 1 - (1 - best R^2) / (1 - affine R^2) */
-    double alpha_over_theory; /* alpha / theory_alpha */
-    char verdict[512];
+    double removed_lo, removed_hi; /* its 95% bootstrap interval (NaN: none) */
+    double slope_ratio;       /* alpha gamma rho: DyT's slope at 0 over the theory's 1/rho */
+    double slope_ratio_lo, slope_ratio_hi;
+    char verdict[640];
 } nc_layer_verdict;
 
-/* A model group: the layers sharing the width d (the layers of one model
- * do; models of the same width fall into one group). The alpha-std figure
- * groups its layers the same way (nc_width_groups), so its fit line of a
- * group is this group's alpha slope when it shows all the group's layers. */
+/* A model group: the layers of one source (dump file, shard folder, or the
+ * folder of .npy files), norm kind and width d, or those a config puts in
+ * one named group. The alpha-std figure groups its layers the same way
+ * (nc_model_groups), so its fit line of a group is this group's alpha
+ * slope when it shows all the group's layers. */
 typedef struct nc_run_group {
     size_t d;
+    int norm;                 /* nc_norm_kind of its layers (-1: unknown) */
+    const char *source;       /* of its first layer (not owned) */
+    const char *name;         /* the config's group name, or NULL */
     size_t nlayers;           /* layers in the group */
     size_t *layer;            /* [nlayers] their indices in the run, run order */
     nc_loglog alpha;          /* alpha against 1/std, over the group */
     nc_loglog alpha_gamma;    /* alpha*gamma against 1/std */
     nc_loglog affine;         /* affine slope against 1/std */
-    char verdict[512];        /* "d = 256 (3 layers): alpha ~ ...; ..." */
+    /* the slopes' token bootstrap: the same regression on each of the
+     * layers' paired replicates (nc_layer_summary rep) */
+    size_t boot_n;            /* replicates used (0: none) */
+    nc_boot_ci boot_alpha, boot_alpha_gamma, boot_affine;
+    char verdict[640];        /* "d = 256 (3 layers): alpha ~ ...; ..." */
 } nc_run_group;
 
 typedef struct nc_run_summary {
@@ -121,9 +152,13 @@ typedef struct nc_run_summary {
     size_t ngroups;
     nc_run_group *group;      /* [ngroups], owned; in the order of their first layer */
     size_t *group_of;         /* [nlayers], owned: each layer's group */
-    size_t saturating;        /* layers whose verdict is "saturating" */
-    int most_best_r2;         /* the fit most often best by R^2 (-1: none) */
+    size_t saturating;        /* layers whose verdict is "saturating" (or strongly) */
+    size_t near_linear;       /* layers decided "near-linear" */
+    size_t undecided;         /* layers whose label the tokens do not decide */
+    size_t decided_best;      /* layers with a best fit by R^2 outside every tie */
+    int most_best_r2;         /* the fit most often best by R^2 among those (-1: none) */
     size_t most_best_r2_count;
+    bool boot;                /* every layer's verdict came from the bootstrap */
     char verdict[4096];       /* the saturation count, then each group's verdict */
 } nc_run_summary;
 
@@ -135,11 +170,20 @@ int nc_run_summary_compute(const nc_layer_summary *L, size_t n, nc_run_summary *
 
 void nc_run_summary_free(nc_run_summary *s);
 
-/* Groups n layers of widths d[0..n) by width: group_of[k] is layer k's
- * group, numbered 0.. in the order of each group's first layer; returns
- * the number of groups. The one grouping of the run-level block and of
- * the alpha-std figure. */
-size_t nc_width_groups(const size_t *d, size_t n, size_t *group_of);
+/* What puts a layer in a model group: a config's group name (when not
+ * NULL, alone), else its source, norm kind and d. */
+typedef struct nc_group_key {
+    const char *group;
+    const char *source;
+    int norm;
+    size_t d;
+} nc_group_key;
+
+/* Groups n layers by their keys: group_of[k] is layer k's group, numbered
+ * 0.. in the order of each group's first layer; returns the number of
+ * groups. The one grouping of the run-level block and of the alpha-std
+ * figure. */
+size_t nc_model_groups(const nc_group_key *key, size_t n, size_t *group_of);
 
 /* The log-log regression of y[k] on x[k] (k < n), as described above;
  * fewer than 3 usable points give no slope (NAN, status says why). */
@@ -150,8 +194,10 @@ nc_loglog nc_loglog_fit(const double *x, const double *y, size_t n);
 double nc_t_quantile(double p, double nu);
 
 /* A layer's kind by the share of the affine map's residual the best
- * surrogate removes: "strongly saturating" (>= 1/2), "saturating"
- * (>= 1/10), "near-linear"; or "no fit", "no affine baseline". */
+ * surrogate removes, from its 95% interval: "strongly saturating" (lower
+ * end >= 1/2), "saturating" (>= 1/10), "near-linear" (upper end < 1/10),
+ * "undecided" (the interval straddles 1/10); without a bootstrap from the
+ * point value; or "no fit", "no affine baseline". */
 const char *nc_layer_verdict_kind(const nc_layer_verdict *v);
 
 #endif

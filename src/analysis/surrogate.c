@@ -241,6 +241,11 @@ const nc_surrogate *nc_surrogate_find(const char *name)
     return NULL;
 }
 
+bool nc_fit_ranked(nc_fit_id k)
+{
+    return k != NC_FIT_LINEAR && k != NC_FIT_DYT_PER_CHANNEL;
+}
+
 double nc_surrogate_f(const nc_surrogate *s, const nc_params *p, size_t channel, double x)
 {
     double y;

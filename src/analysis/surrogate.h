@@ -75,6 +75,11 @@ const nc_surrogate *nc_surrogate_get(nc_fit_id id);
 /* The entry called name, or NULL. */
 const nc_surrogate *nc_surrogate_find(const char *name);
 
+/* Whether fit k is ranked in the per-layer verdicts: the shared-parameter
+ * surrogates; not the affine map (the baseline) nor the per-channel DyT
+ * (2d + 1 parameters: not like for like). */
+bool nc_fit_ranked(nc_fit_id k);
+
 /* One scalar point, for plots and tests: f(x) and f'(x). */
 double nc_surrogate_f(const nc_surrogate *s, const nc_params *p, size_t channel, double x);
 double nc_surrogate_df(const nc_surrogate *s, const nc_params *p, size_t channel, double x);

@@ -50,6 +50,8 @@ enum {
     OPT_STRICT,
     OPT_SHARD,
     OPT_LEGEND,
+    OPT_BOOTSTRAP,
+    OPT_TOKEN_BLOCK,
 };
 
 static const struct option fit_options[] = {
@@ -68,6 +70,8 @@ static const struct option fit_options[] = {
     {"amplitude-derf", required_argument, NULL, OPT_AMP_DERF},
     {"sample-tokens", required_argument, NULL, OPT_SAMPLE},
     {"seed", required_argument, NULL, OPT_SEED},
+    {"bootstrap", required_argument, NULL, OPT_BOOTSTRAP},
+    {"token-block", required_argument, NULL, OPT_TOKEN_BLOCK},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"bins", required_argument, NULL, OPT_BINS},
     {"max-exact-points", required_argument, NULL, OPT_MAX_EXACT},
@@ -117,7 +121,11 @@ static const char fit_help[] =
     "                             sqrt(d) for RMSNorm, sqrt(d-1) for LayerNorm)\n"
     "      --amplitude-derf R     as --amplitude-dyt (default free)\n"
     "      --sample-tokens N      fit a seeded random sample of N tokens (default 0: all)\n"
-    "      --seed N               seed of the token sample (default 1)\n"
+    "      --seed N               seed of the token sample and the bootstrap (default 1)\n"
+    "      --bootstrap N          token bootstrap replicates behind every interval and\n"
+    "                             verdict, 0..100000 (default 1000; 0: point estimates only)\n"
+    "      --token-block K        tokens per sequence: the bootstrap resamples whole\n"
+    "                             sequences (default: the dump's metadata or shape, else 1)\n"
     "      --threads N            worker threads, 0..16 (default 0: one per CPU)\n"
     "      --bins N               most bins of x for large layers (default 32768)\n"
     "      --max-exact-points N   fit raw points up to this many, bins above (default 262144)\n"
@@ -140,7 +148,9 @@ static const char run_help[] =
     "  -o, --out DIR              output folder (default: the config's, or out/<name>)\n"
     "      --threads N            worker threads, 0..16\n"
     "      --sample-tokens N      fit a seeded random sample of N tokens\n"
-    "      --seed N               seed of the token sample and synthetic layers\n"
+    "      --seed N               seed of the token sample, synthetic layers, bootstrap\n"
+    "      --bootstrap N          token bootstrap replicates (0: point estimates only)\n"
+    "      --token-block K        tokens per sequence, for the bootstrap's blocks\n"
     "      --shard K/N            analyse only layers i (0-based, plan order) with\n"
     "                             i mod N = K-1; 'normcmp merge' combines the N folders\n"
     "      --strict               exit 2 when a real output disagrees with the norm used\n"
@@ -150,8 +160,8 @@ static const char run_help[] =
 /* Flags shared by fit and run that override the config. */
 typedef struct overrides {
     const char *out;
-    bool has_threads, has_sample, has_seed;
-    uint64_t threads, sample, seed;
+    bool has_threads, has_sample, has_seed, has_boot, has_tb;
+    uint64_t threads, sample, seed, boot, tb;
     bool quiet, strict;
 } overrides;
 
@@ -197,6 +207,14 @@ static int parse_override(int c, const char *arg, overrides *ov, nc_err *err)
         rc = nc_parse_u64(arg, "--seed", 0, UINT64_MAX, &ov->seed, err);
         ov->has_seed = true;
         break;
+    case OPT_BOOTSTRAP:
+        rc = nc_parse_u64(arg, "--bootstrap", 0, NC_BOOT_MAX_REPLICATES, &ov->boot, err);
+        ov->has_boot = true;
+        break;
+    case OPT_TOKEN_BLOCK:
+        rc = nc_parse_u64(arg, "--token-block", 1, UINT64_MAX >> 2, &ov->tb, err);
+        ov->has_tb = true;
+        break;
     default:
         return 0;
     }
@@ -211,6 +229,10 @@ static void apply_overrides(nc_config *cfg, const overrides *ov)
         cfg->sample_tokens = (size_t)ov->sample;
     if (ov->has_seed)
         cfg->seed = ov->seed;
+    if (ov->has_boot)
+        cfg->boot_replicates = (size_t)ov->boot;
+    if (ov->has_tb)
+        cfg->token_block = (size_t)ov->tb;
     if (ov->strict)
         cfg->strict = true;
 }
@@ -714,6 +736,8 @@ static const struct option run_options[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"sample-tokens", required_argument, NULL, OPT_SAMPLE},
     {"seed", required_argument, NULL, OPT_SEED},
+    {"bootstrap", required_argument, NULL, OPT_BOOTSTRAP},
+    {"token-block", required_argument, NULL, OPT_TOKEN_BLOCK},
     {"shard", required_argument, NULL, OPT_SHARD},
     {"strict", no_argument, NULL, OPT_STRICT},
     {"quiet", no_argument, NULL, OPT_QUIET},

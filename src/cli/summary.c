@@ -106,7 +106,7 @@ static void print_fits_table(const nc_plan *plan, const bool *ran)
     }
 }
 
-static void print_slope(const char *what, const nc_loglog *L)
+static void print_slope(const char *what, const nc_loglog *L, const nc_boot_ci *tok)
 {
     printf("  %-12s", what);
     if (!isfinite(L->slope)) {
@@ -118,7 +118,10 @@ static void print_slope(const char *what, const nc_loglog *L)
         printf("  [%6.3f, %6.3f]", L->ci_lo, L->ci_hi);
     else
         printf("  %16s", "-");
-    printf("  r = %.4f  (%zu layers)\n", L->r, L->n);
+    printf("  r = %.4f", L->r);
+    if (isfinite(tok->se))
+        printf("  tokens: se %.3f [%.3f, %.3f]", tok->se, tok->lo, tok->hi);
+    printf("  (%zu layers)\n", L->n);
 }
 
 void cli_print_fit_summary(const nc_plan *plan)
@@ -143,27 +146,31 @@ void cli_print_run_summary(const nc_plan *plan)
     if (!plan->has_run)
         return;
     const nc_run_summary *R = &plan->run;
-    printf("Verdict per layer (best R^2 among the surrogates, ties within %.0e; best "
-           "backprop: the lowest\nrelative backprop error of diag(f'(x)) for J, ties within "
-           "2 standard errors):\n", NC_R2_TIE);
+    printf("Verdict per layer ([lo, hi]: 95%% intervals over resampled blocks of tokens, "
+           "docs/report.md\n\"Uncertainty from the tokens\"; saturating / near-linear: the "
+           "interval of the affine\nresidual removed is above / below 10%%, else undecided; "
+           "tie: fits whose R^2 or backprop\nerror the tokens do not tell apart; slope at 0 / "
+           "theory: DyT's alpha*gamma*rho):\n");
     int w = name_width(plan);
     for (size_t k = 0; k < R->nlayers; k++)
-        printf("  %-*s  %s; alpha/theory %.3g\n", w, plan->summaries[k].name,
-               R->layer[k].verdict, R->layer[k].alpha_over_theory);
+        printf("  %-*s  %s\n", w, plan->summaries[k].name, R->layer[k].verdict);
     if (R->nlayers < 2)
         return;
-    printf("\nRun (%zu layers, %zu model group%s = layers sharing d): per group, log-log OLS "
-           "slope against\n1/std(x), t-based 95%% CI, Pearson r of the logs (no slope under 3 "
+    printf("\nRun (%zu layers, %zu model group%s = layers of one source, norm kind and d): per "
+           "group,\nlog-log OLS slope against 1/std(x), t-based 95%% CI over the layers, Pearson "
+           "r of the logs,\nand the slope's uncertainty from the tokens (no slope under 3 "
            "layers):\n", R->nlayers, R->ngroups, R->ngroups == 1 ? "" : "s");
     for (size_t g = 0; g < R->ngroups; g++) {
         const nc_run_group *G = &R->group[g];
-        printf(" d = %zu (%zu layer%s:", G->d, G->nlayers, G->nlayers == 1 ? "" : "s");
+        printf(" %s %s d = %zu (%zu layer%s:", G->name ? G->name : G->source,
+               G->norm == NC_LAYERNORM ? "LayerNorm" : "RMSNorm", G->d, G->nlayers,
+               G->nlayers == 1 ? "" : "s");
         for (size_t k = 0; k < G->nlayers; k++)
             printf(" %s", plan->summaries[G->layer[k]].name);
         printf(")\n");
-        print_slope("alpha", &G->alpha);
-        print_slope("alpha*gamma", &G->alpha_gamma);
-        print_slope("affine slope", &G->affine);
+        print_slope("alpha", &G->alpha, &G->boot_alpha);
+        print_slope("alpha*gamma", &G->alpha_gamma, &G->boot_alpha_gamma);
+        print_slope("affine slope", &G->affine, &G->boot_affine);
     }
     printf("Verdict: %s\n", R->verdict);
 }

@@ -54,6 +54,7 @@ int nc_config_alloc(const char *source, nc_config **out, nc_err *err)
     cfg->amp_dyisru.rule = NC_AMP_AUTO;
     cfg->amp_derf.rule = NC_AMP_FREE;
     cfg->seed = 1;
+    cfg->boot_replicates = NC_BOOT_DEFAULT_REPLICATES;
     cfg->jacobian.enabled = true;
     cfg->sweep.gamma = (nc_amp){NC_AMP_VALUE, 1.0};
     cfg->sweep.scale = (nc_amp){NC_AMP_AUTO, 0};
@@ -100,6 +101,7 @@ void nc_config_free(nc_config *cfg)
     for (size_t k = 0; k < cfg->nlayers; k++) {
         nc_config_layer *l = &cfg->layers[k];
         free(l->label);
+        free(l->group);
         free(l->file);
         for (size_t j = 0; j < l->ntensors; j++)
             free(l->tensors[j]);
@@ -261,7 +263,7 @@ static int parse_layer(walker *w, const cJSON *obj, int idx, nc_config *cfg)
 {
     static const char *const keys[] = {"file", "synth", "tensor", "label", "norm", "eps",
                                        "output", "weight", "bias", "grad_output", "experiment",
-                                       NULL};
+                                       "token_block", "group", NULL};
     char path[PATH_MAX_LEN], p[PATH_MAX_LEN];
     snprintf(path, sizeof path, "layers[%d]", idx);
     if (!cJSON_IsObject(obj))
@@ -309,8 +311,13 @@ static int parse_layer(walker *w, const cJSON *obj, int idx, nc_config *cfg)
             l->ntensors = k + 1;
         }
     }
-    if ((rc = nc_config_get_string(w, obj, "label", path, &l->label)))
+    if ((rc = nc_config_get_string(w, obj, "label", path, &l->label)) ||
+        (rc = nc_config_get_string(w, obj, "group", path, &l->group)))
         return rc;
+    uint64_t tb = 0;
+    if ((rc = nc_config_get_uint(w, obj, "token_block", path, 1, 1e12, &tb)))
+        return rc;
+    l->token_block = (size_t)tb;
     if ((rc = get_norm(w, obj, path, &l->norm, &l->has_norm)))
         return rc;
     if ((rc = nc_config_get_number(w, obj, "eps", path, 0, 1, &l->eps, &l->has_eps)))
@@ -351,7 +358,7 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
     static const char *const keys[] = {"name", "output", "norm", "eps", "fits", "amplitude",
                                        "bins", "max_exact_points", "sample_tokens", "seed",
                                        "threads", "jacobian", "figures", "sweep", "layers",
-                                       NULL};
+                                       "bootstrap", "token_block", NULL};
     if (!cJSON_IsObject(root))
         return nc_err_set(w->err, NC_EINVAL, "%s: expected a JSON object at the top level",
                           w->file);
@@ -404,6 +411,14 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
     if ((rc = nc_config_get_uint(w, root, "sample_tokens", "", 0, 1e12, &u)))
         return rc;
     cfg->sample_tokens = (size_t)u;
+    u = cfg->boot_replicates;
+    if ((rc = nc_config_get_uint(w, root, "bootstrap", "", 0, NC_BOOT_MAX_REPLICATES, &u)))
+        return rc;
+    cfg->boot_replicates = (size_t)u;
+    u = 0;
+    if ((rc = nc_config_get_uint(w, root, "token_block", "", 1, 1e12, &u)))
+        return rc;
+    cfg->token_block = (size_t)u;
     if ((rc = nc_config_get_uint(w, root, "seed", "", 0, 9007199254740992.0, &cfg->seed)))
         return rc;
     u = 0;

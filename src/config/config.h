@@ -47,6 +47,8 @@ typedef struct nc_config_layer {
     bool synth_affine;        /* also generate weight, bias and the real output */
     nc_synth_rng synth_rng;   /* outlier-steps: the base token's generator ("rng") */
     size_t synth_draws;       /* outlier-steps: draws of the spread, seeds seed .. ("draws") */
+    size_t token_block;       /* tokens per sequence, for the bootstrap (0: not given) */
+    char *group;              /* the model group it belongs to ("group"), or NULL */
 } nc_config_layer;
 
 typedef struct nc_config {
@@ -61,6 +63,8 @@ typedef struct nc_config {
     bool fit[NC_FIT_COUNT];
     nc_amp amp_dyt, amp_dyisru, amp_derf;
     size_t max_bins, max_exact_points, sample_tokens;
+    size_t boot_replicates;   /* token bootstrap replicates ("bootstrap"; 0: none) */
+    size_t token_block;       /* tokens per sequence ("token_block"; 0: not given) */
     uint64_t seed;
     int threads;
     /* `run --shard K/N` (docs/whole_models.md): only the plan layers i

@@ -97,6 +97,24 @@ uint64_t nc_rng_below(nc_rng *r, uint64_t n)
     }
 }
 
+uint64_t nc_rng_index(nc_rng *r, uint64_t n)
+{
+    assert(n > 0);
+    /* the top 64 bits of v n are uniform on [0, n) once the low 64 bits are
+     * at least 2^64 mod n; that test needs the division only when the low
+     * bits are below n, i.e. almost never */
+    unsigned __int128 m = (unsigned __int128)nc_rng_u64(r) * n;
+    uint64_t lo = (uint64_t)m;
+    if (lo < n) {
+        uint64_t reject_below = (0 - n) % n;
+        while (lo < reject_below) {
+            m = (unsigned __int128)nc_rng_u64(r) * n;
+            lo = (uint64_t)m;
+        }
+    }
+    return (uint64_t)(m >> 64);
+}
+
 double nc_rng_uniform(nc_rng *r)
 {
     return (double)(nc_rng_u64(r) >> 11) * 0x1p-53;

@@ -60,6 +60,13 @@ uint64_t nc_rng_u64(nc_rng *r);
  * 2^64 mod n lowest values, as OpenBSD's arc4random_uniform). n must be > 0. */
 uint64_t nc_rng_below(nc_rng *r, uint64_t n);
 
+/* A uniform integer in [0, n), n > 0, without bias and almost always
+ * without a division (Lemire, "Fast random integer generation in an
+ * interval", 2019): the top 64 bits of the 128-bit product v n, drawing
+ * again while its low 64 bits are below 2^64 mod n. A different sequence
+ * from nc_rng_below's (the bootstrap's draws, analysis/boot.h). */
+uint64_t nc_rng_index(nc_rng *r, uint64_t n);
+
 /* A uniform double in [0, 1): the top 53 bits of nc_rng_u64 times 2^-53, so
  * every multiple of 2^-53 in range is equally likely. */
 double nc_rng_uniform(nc_rng *r);

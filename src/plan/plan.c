@@ -106,8 +106,31 @@ static int add_layer(nc_plan *plan, const nc_config_layer *cl, const char *name,
     l->eps_source = cl->has_eps ? NC_SRC_CONFIG : plan->cfg->has_eps ? top : NC_SRC_DEFAULT;
     l->x = x;
     l->in_shard = nc_plan_in_shard(plan->cfg, plan->nlayers - 1);
+    /* tokens per sequence: the layer's own, the run's, else the shape's
+     * (st_metadata may take the dump's metadata instead) */
+    bool top_flag = strcmp(plan->cfg->source, "command line") == 0;
+    l->token_block = 1;
+    l->token_block_source = "default";
+    if (cl->token_block) {
+        l->token_block = cl->token_block;
+        l->token_block_source = "config";
+    } else if (plan->cfg->token_block) {
+        l->token_block = plan->cfg->token_block;
+        l->token_block_source = top_flag ? "flag" : "config";
+    } else if (x && x->rank >= 3) {
+        l->token_block = (size_t)(x->N / x->shape[0]);
+        l->token_block_source = "shape";
+    }
+    if (!(l->source = strdup(cl->synth ? "synthetic" : cl->file ? cl->file : "")))
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
     *out = l;
     return 0;
+}
+
+nc_group_key nc_plan_group_key(const nc_plan_layer *l)
+{
+    return (nc_group_key){l->cfg ? l->cfg->group : NULL, l->source, (int)l->result.norm,
+                          l->result.d};
 }
 
 bool nc_plan_in_shard(const nc_config *cfg, size_t index)
@@ -196,6 +219,18 @@ static int st_metadata(nc_dump *d, nc_plan_layer *l, const char *base, nc_err *e
             return nc_err_set(err, NC_EFORMAT, "%s: __metadata__[\"%s\"]: expected layernorm or "
                               "rmsnorm, got '%.40s'", nc_dump_path(d), key, v);
         l->norm_source = NC_SRC_METADATA;
+    }
+    snprintf(key, sizeof key, "%s.tokens_per_sequence", base);
+    v = nc_dump_meta(d, key);
+    if (v && (strcmp(l->token_block_source, "default") == 0 ||
+              strcmp(l->token_block_source, "shape") == 0)) {
+        char *end;
+        unsigned long long tb = strtoull(v, &end, 10);
+        if (end == v || *end || tb < 1 || v[0] == '-')
+            return nc_err_set(err, NC_EFORMAT, "%s: __metadata__[\"%s\"]: expected a whole "
+                              "number >= 1, got '%.40s'", nc_dump_path(d), key, v);
+        l->token_block = (size_t)tb;
+        l->token_block_source = "metadata";
     }
     snprintf(key, sizeof key, "%s.eps", base);
     v = nc_dump_meta(d, key);
@@ -312,6 +347,21 @@ static void name_examples(nc_dump *d, char *buf, size_t cap)
         snprintf(buf + used, cap - used, " and %zu more", total - shown);
 }
 
+/* The layer's source: the folder of a .npy file (the files of one model sit
+ * together), else the dump's path (a file, or a sharded dump's folder). */
+static int set_source(nc_plan_layer *l, nc_dump *d, bool npy, nc_err *err)
+{
+    const char *path = nc_dump_path(d);
+    const char *slash = npy ? strrchr(path, '/') : NULL;
+    char *s = npy ? (slash ? strndup(path, (size_t)(slash - path) + 1) : strdup("./"))
+                  : strdup(path);
+    if (!s)
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    free(l->source);
+    l->source = s;
+    return 0;
+}
+
 /* The tensors a file-backed config layer selects. */
 static int open_file_layer(nc_plan *plan, const nc_config_layer *cl, size_t cfg_index,
                            nc_err *err)
@@ -387,6 +437,8 @@ static int open_file_layer(nc_plan *plan, const nc_config_layer *cl, size_t cfg_
         nc_plan_layer *l;
         size_t li = plan->nlayers;
         rc = add_layer(plan, cl, cl->label ? cl->label : base, t, &l, err);
+        if (!rc)
+            rc = set_source(l, d, npy, err);
         if (!rc)
             rc = add_input(plan, d, t, "input", li, err);
         if (!rc)
@@ -621,6 +673,8 @@ static void layer_spec(const nc_plan *plan, const nc_plan_layer *l, nc_progress 
     /* the verify pass gathers the Jacobian's sums (the Jacobian pass then
      * runs only for real gradients, which need it anyway) */
     spec->jacobian = cfg->jacobian.enabled && !l->comp[NC_COMP_GRAD];
+    spec->boot_replicates = cfg->boot_replicates;
+    spec->token_block = l->token_block;
     spec->progress = progress;
 }
 
@@ -696,9 +750,12 @@ static int run_summary(nc_plan *plan, nc_err *err)
         return nc_err_set(err, NC_ENOMEM, "out of memory for the run summary");
     for (size_t k = 0, j = 0; k < plan->nlayers; k++) {
         const nc_plan_layer *l = &plan->layers[k];
-        if (l->done)
-            nc_layer_summary_from_result(&l->result, l->has_jacobian ? &l->jacobian : NULL,
-                                         &plan->summaries[j++]);
+        if (!l->done)
+            continue;
+        nc_layer_summary *s = &plan->summaries[j++];
+        nc_layer_summary_from_result(&l->result, l->has_jacobian ? &l->jacobian : NULL, s);
+        s->source = l->source;
+        s->group = l->cfg ? l->cfg->group : NULL;
     }
     int rc = nc_run_summary_compute(plan->summaries, n, &plan->run, err);
     if (rc)
@@ -756,6 +813,7 @@ void nc_plan_close(nc_plan *plan)
         return;
     for (size_t k = 0; k < plan->nlayers; k++) {
         free(plan->layers[k].name);
+        free(plan->layers[k].source);
         nc_layer_result_free(&plan->layers[k].result);
         if (plan->layers[k].has_jacobian)
             nc_jac_result_free(&plan->layers[k].jacobian);

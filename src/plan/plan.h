@@ -71,6 +71,11 @@ typedef struct nc_plan_input {
 
 typedef struct nc_plan_layer {
     char *name;             /* owned */
+    char *source;           /* owned: the dump it came from (the file, or the folder of
+                             * a sharded dump or of .npy files; "synthetic"): with its
+                             * norm kind and d, what makes its model group */
+    size_t token_block;     /* tokens per sequence for the bootstrap's blocks (>= 1) */
+    const char *token_block_source; /* "flag", "config", "metadata", "shape", "default" */
     const nc_config_layer *cfg; /* borrowed from the config */
     nc_norm_kind norm;
     double eps;
@@ -123,6 +128,9 @@ int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err);
  * passes hold one layer at a time, so a model's run stays bounded by about
  * one layer's inputs. */
 void nc_plan_layer_memory(const nc_plan_layer *l, bool need);
+
+/* A plan layer's model-group key (run_summary.h nc_model_groups). */
+nc_group_key nc_plan_group_key(const nc_plan_layer *l);
 
 /* Frees the plan, its results and its dumps. Accepts NULL. */
 void nc_plan_close(nc_plan *plan);

@@ -6,7 +6,7 @@
  *
  * A model here is the set of the selected layers that share the width d
  * (layers of one model do; models of the same width are drawn as one):
- * nc_width_groups, the run-level block's own grouping.
+ * nc_model_groups, the run-level block's own grouping.
  * Each model gets one colour of the categorical palette (nc_cat_color),
  * in the order its first layer comes in the plan.
  *
@@ -49,20 +49,20 @@ static bool run_fit_line(job *j, size_t d, const double *x, const double *y, siz
     return *label != NULL;
 }
 
-/* The model groups of the selected layers (nc_width_groups, as the run-level
+/* The model groups of the selected layers (nc_model_groups, as the run-level
  * block): grp[k] for sel[k], each group's d in ds; returns their number. */
 static size_t select_groups(job *j, const nc_plan *plan, const size_t *sel, size_t nsel,
                             size_t *grp, size_t **ds)
 {
-    size_t *d = nc_fig_jalloc(j, (nsel ? nsel : 1) * sizeof *d);
+    nc_group_key *key = nc_fig_jalloc(j, (nsel ? nsel : 1) * sizeof *key);
     *ds = nc_fig_jalloc(j, (nsel ? nsel : 1) * sizeof **ds);
-    if (!d || !*ds)
+    if (!key || !*ds)
         return 0;
     for (size_t k = 0; k < nsel; k++)
-        d[k] = plan->layers[sel[k]].result.d;
-    size_t ng = nc_width_groups(d, nsel, grp);
+        key[k] = nc_plan_group_key(&plan->layers[sel[k]]);
+    size_t ng = nc_model_groups(key, nsel, grp);
     for (size_t k = 0; k < nsel; k++)
-        (*ds)[grp[k]] = d[k];
+        (*ds)[grp[k]] = key[k].d;
     return ng;
 }
 

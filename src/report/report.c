@@ -568,6 +568,86 @@ static void add_real_check(builder *b, cJSON *lo, const nc_plan_layer *pl)
         str(b, c, "message", k->message);
 }
 
+/* {"se", "ci95"} of one bootstrap distribution under o */
+static void boot_ci(builder *b, cJSON *o, const char *key, const nc_boot_ci *c)
+{
+    ci_obj_of(b, o, key, false, NAN, c->se, c->lo, c->hi);
+}
+
+/* {"fit", "gaps": {fit: {"gap", "se", "ci95"}}} against the best fit. */
+static void boot_best(builder *b, cJSON *o, const char *key, int best, const double *gap,
+                      const nc_boot_ci *ci)
+{
+    cJSON *e = obj(b, o, key);
+    if (best < 0) {
+        str(b, e, "status", "no ranked fit has a value");
+        return;
+    }
+    str(b, e, "fit", nc_surrogate_get((nc_fit_id)best)->name);
+    cJSON *g = obj(b, e, "gaps");
+    for (int k = 0; k < NC_FIT_COUNT; k++)
+        if (k != best && nc_fit_ranked((nc_fit_id)k) && isfinite(gap[k]))
+            ci_obj(b, g, nc_surrogate_get((nc_fit_id)k)->name, gap[k], ci[k].se, ci[k].lo,
+                   ci[k].hi);
+}
+
+/* layers[].bootstrap (layer.h nc_layer_boot; docs/report.md). */
+static void add_boot(builder *b, cJSON *lo, const nc_plan_layer *pl)
+{
+    const nc_layer_result *r = &pl->result;
+    const nc_layer_boot *B = &r->boot;
+    cJSON *o = obj(b, lo, "bootstrap");
+    num(b, o, "replicates", (double)B->replicates);
+    num(b, o, "seed", (double)B->seed);
+    num(b, o, "token_block", (double)pl->token_block);
+    str(b, o, "token_block_source", pl->token_block_source);
+    num(b, o, "level", NC_BOOT_LEVEL);
+    if (!B->done) {
+        str(b, o, "status", B->status);
+        return;
+    }
+    num(b, o, "tokens_per_block", (double)(B->token_block * B->group));
+    num(b, o, "blocks", (double)B->blocks);
+    num(b, o, "blocks_used", (double)B->blocks_used);
+    cJSON *r2 = obj(b, o, "r2"), *bp = NULL;
+    for (int k = 0; k < NC_FIT_COUNT; k++)
+        if (r->fits[k].ok)
+            boot_ci(b, r2, nc_surrogate_get((nc_fit_id)k)->name, &B->r2[k]);
+    boot_best(b, o, "best_r2", B->best, B->r2_gap, B->r2_gap_ci);
+    ci_obj(b, o, "residual_removed", B->removed, B->removed_ci.se, B->removed_ci.lo,
+           B->removed_ci.hi);
+    if (B->bp_best >= 0) {
+        bp = obj(b, o, "backprop");
+        for (int k = 0; k < NC_FIT_COUNT; k++)
+            if (isfinite(B->bp[k].se))
+                boot_ci(b, bp, nc_surrogate_get((nc_fit_id)k)->name, &B->bp[k]);
+        boot_best(b, o, "best_backprop", B->bp_best, B->bp_gap, B->bp_gap_ci);
+    }
+    const nc_fit_result *dyt = &r->fits[NC_FIT_DYT], *lin = &r->fits[NC_FIT_LINEAR];
+    double a = dyt->ok ? dyt->params.p[0] : NAN, g = dyt->ok ? dyt->params.p[1] : NAN;
+    ci_obj(b, o, "alpha", a, B->alpha.se, B->alpha.lo, B->alpha.hi);
+    ci_obj(b, o, "gamma", g, B->gamma.se, B->gamma.lo, B->gamma.hi);
+    ci_obj(b, o, "alpha_gamma", a * g, B->alpha_gamma.se, B->alpha_gamma.lo,
+           B->alpha_gamma.hi);
+    ci_obj(b, o, "slope_ratio", B->slope_ratio, B->slope_ratio_ci.se, B->slope_ratio_ci.lo,
+           B->slope_ratio_ci.hi);
+    ci_obj(b, o, "affine_slope", lin->ok ? lin->params.p[0] : NAN, B->affine_slope.se,
+           B->affine_slope.lo, B->affine_slope.hi);
+    ci_obj(b, o, "rho", r->stats.rho, B->rho.se, B->rho.lo, B->rho.hi);
+    ci_obj(b, o, "std", r->stats.std, B->std.se, B->std.lo, B->std.hi);
+    cJSON *rr = obj(b, o, "run_replicates");
+    const size_t n = nc_boot_run_replicates(B->replicates);
+    static const char *const series[NC_BOOT_REP] = {"log_inv_std", "log_alpha",
+                                                    "log_alpha_gamma", "log_affine_slope"};
+    num(b, rr, "n", B->rep_ok ? (double)n : 0.0);
+    for (int j = 0; B->rep_ok && j < NC_BOOT_REP; j++)
+        num_array(b, rr, series[j], B->rep + (size_t)j * B->replicates, n);
+    if (!B->rep_ok)
+        str(b, rr, "status", "none: a replicate's alpha, alpha*gamma, affine slope or std is "
+                             "undefined or not positive");
+    str(b, o, "status", B->status);
+}
+
 static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
 {
     const nc_layer_result *r = &pl->result;
@@ -577,6 +657,9 @@ static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
     num(b, lo, "eps", r->eps);
     num(b, lo, "tokens", (double)r->N);
     num(b, lo, "dim", (double)r->d);
+    str(b, lo, "source", pl->source);
+    if (pl->cfg && pl->cfg->group)
+        str(b, lo, "group", pl->cfg->group);
     add_stats(b, lo, r);
     str(b, lo, "norm_source", nc_src_name(pl->norm_source));
     str(b, lo, "eps_source", nc_src_name(pl->eps_source));
@@ -596,6 +679,8 @@ static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
     for (int k = 0; k < NC_FIT_COUNT; k++)
         if (r->fits[k].enabled)
             add_fit(b, fits, r, k);
+    if (r->boot.replicates > 0 && r->points > 0)
+        add_boot(b, lo, pl);
     if (pl->has_jacobian)
         add_jacobian(b, lo, &pl->jacobian);
     if (pl->has_outlier_steps)
@@ -613,6 +698,7 @@ static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
     num(b, t, "fits_s", r->time_fits_s);
     num(b, t, "per_channel_s", r->time_channel_s);
     num(b, t, "verify_s", r->time_verify_s);
+    num(b, t, "bootstrap_s", r->time_boot_s);
 }
 
 int nc_report_json(const nc_plan *plan, const char *command, const char *const *files,

@@ -109,6 +109,34 @@ static inline void num_array(builder *b, cJSON *o, const char *key, const double
     }
 }
 
+/* {"value" (left out when value_too is false), "se" (left out when NaN),
+ * "ci95": [lo, hi] (left out, with a status, when not finite)} under o as
+ * key: a number with its uncertainty (the token bootstrap's). */
+static inline void ci_obj_of(builder *b, cJSON *o, const char *key, bool value_too, double value,
+                             double se, double lo, double hi)
+{
+    cJSON *c = obj(b, o, key);
+    if (!c)
+        return;
+    if (value_too)
+        num(b, c, "value", value);
+    if (se == se)
+        num(b, c, "se", se);
+    const double ci[2] = {lo, hi};
+    if (isfinite(lo) && isfinite(hi))
+        num_array(b, c, "ci95", ci, 2);
+    else
+        str(b, c, "status", "no interval: no bootstrap, or undefined in too many replicates "
+                            "(layers[].bootstrap.status)");
+    ensure_status(b, c, "undefined (a fit it needs did not run)");
+}
+
+static inline void ci_obj(builder *b, cJSON *o, const char *key, double value, double se,
+                          double lo, double hi)
+{
+    ci_obj_of(b, o, key, true, value, se, lo, hi);
+}
+
 /* run_block.c: the run-level block ("run") of n = R->nlayers layers under
  * parent. */
 void nc_report_add_run(builder *b, cJSON *parent, const nc_layer_summary *L,

@@ -71,18 +71,27 @@ void nc_report_add_run(builder *b, cJSON *parent, const nc_layer_summary *L,
         num(b, lo, "affine_r2", v->affine_r2);
         num(b, lo, "gain_r2", v->gain_r2);
         num(b, lo, "residual_removed", v->residual_removed);
+        ci_obj(b, lo, "residual_removed_ci", v->residual_removed, NAN, v->removed_lo,
+               v->removed_hi);
         num(b, lo, "alpha", L[k].alpha);
         num(b, lo, "theory_alpha", L[k].theory_alpha);
-        num(b, lo, "alpha_over_theory", v->alpha_over_theory);
+        ci_obj(b, lo, "slope_ratio", v->slope_ratio, NAN, v->slope_ratio_lo, v->slope_ratio_hi);
+        boolean(b, lo, "bootstrap", v->boot);
         ensure_status(b, lo, "a fit that did not run (affine map, DyT) leaves these undefined");
         str(b, lo, "verdict", v->verdict);
     }
-    str(b, o, "grouping", "model groups: the layers sharing d (dim), in the order of their "
-                         "first layer; the alpha-std figure groups the same way");
+    str(b, o, "grouping", "model groups: the layers of one source, norm kind and d (or of one "
+                         "config group), in the order of their first layer; the alpha-std "
+                         "figure groups the same way");
     cJSON *gs = arr(b, o, "groups");
     for (size_t g = 0; gs && g < R->ngroups; g++) {
         const nc_run_group *G = &R->group[g];
         cJSON *go = obj(b, gs, NULL), *names = arr(b, go, "names");
+        if (G->name)
+            str(b, go, "name", G->name);
+        str(b, go, "source", G->source);
+        str(b, go, "norm", G->norm == NC_LAYERNORM ? "layernorm" : G->norm == NC_RMSNORM
+                                                                      ? "rmsnorm" : "unknown");
         num(b, go, "d", (double)G->d);
         num(b, go, "layers", (double)G->nlayers);
         for (size_t k = 0; names && k < G->nlayers; k++)
@@ -95,9 +104,24 @@ void nc_report_add_run(builder *b, cJSON *parent, const nc_layer_summary *L,
         add_loglog(b, sl, "alpha", "fits.dyt.alpha", &G->alpha);
         add_loglog(b, sl, "alpha_gamma", "fits.dyt.alpha * fits.dyt.gamma", &G->alpha_gamma);
         add_loglog(b, sl, "affine_slope", "fits.linear.slope", &G->affine);
+        cJSON *tb = obj(b, go, "token_bootstrap");
+        num(b, tb, "replicates", (double)G->boot_n);
+        if (G->boot_n) {
+            const nc_boot_ci *c[3] = {&G->boot_alpha, &G->boot_alpha_gamma, &G->boot_affine};
+            const double v[3] = {G->alpha.slope, G->alpha_gamma.slope, G->affine.slope};
+            static const char *const key[3] = {"alpha", "alpha_gamma", "affine_slope"};
+            for (int q = 0; q < 3; q++)
+                ci_obj(b, tb, key[q], v[q], c[q]->se, c[q]->lo, c[q]->hi);
+        } else {
+            str(b, tb, "status", "none: fewer than 3 layers, or a layer without a bootstrap");
+        }
         str(b, go, "verdict", G->verdict);
     }
     num(b, o, "saturating_layers", (double)R->saturating);
+    num(b, o, "near_linear_layers", (double)R->near_linear);
+    num(b, o, "undecided_layers", (double)R->undecided);
+    num(b, o, "decided_best_layers", (double)R->decided_best);
+    boolean(b, o, "bootstrap", R->boot);
     str(b, o, "verdict", R->verdict);
 }
 
@@ -110,9 +134,74 @@ static double jnum_at(const cJSON *o, const char *k1, const char *k2)
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+/* The fit a {"fit": name} object names, or -1. */
+static int fit_named(const cJSON *o)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, "fit");
+    const nc_surrogate *s = cJSON_IsString(f) ? nc_surrogate_find(f->valuestring) : NULL;
+    return s ? (int)s->id : -1;
+}
+
+/* o["ci95"][k], or NAN */
+static double ci_at(const cJSON *o, int k)
+{
+    const cJSON *v = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "ci95"), k);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* The lower ends of the gaps' intervals of a best_* object, by fit id. */
+static int gaps_from_json(const cJSON *best, double *lo)
+{
+    const cJSON *gaps = cJSON_GetObjectItemCaseSensitive(best, "gaps");
+    for (int k = 0; k < NC_FIT_COUNT; k++)
+        lo[k] = ci_at(cJSON_GetObjectItemCaseSensitive(gaps, nc_surrogate_get((nc_fit_id)k)->name),
+                      0);
+    return fit_named(best);
+}
+
+/* layers[].bootstrap into s; the run replicates into rep
+ * ([NC_BOOT_REP][NC_BOOT_RUN_REPLICATES], owned by the caller). */
+static void boot_from_json(const cJSON *bo, nc_layer_summary *s, double *rep)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(bo, "status");
+    const cJSON *rm = cJSON_GetObjectItemCaseSensitive(bo, "residual_removed");
+    const cJSON *sr = cJSON_GetObjectItemCaseSensitive(bo, "slope_ratio");
+    s->removed = jnum_at(rm, "value", NULL);
+    s->slope_ratio = jnum_at(sr, "value", NULL);
+    if (!cJSON_IsString(st) || strcmp(st->valuestring, "ok") != 0)
+        return;
+    s->boot = true;
+    s->boot_best = gaps_from_json(cJSON_GetObjectItemCaseSensitive(bo, "best_r2"), s->r2_gap_lo);
+    s->boot_bp_best =
+        gaps_from_json(cJSON_GetObjectItemCaseSensitive(bo, "best_backprop"), s->bp_gap_lo);
+    s->removed_lo = ci_at(rm, 0);
+    s->removed_hi = ci_at(rm, 1);
+    s->slope_ratio_lo = ci_at(sr, 0);
+    s->slope_ratio_hi = ci_at(sr, 1);
+    const cJSON *al = cJSON_GetObjectItemCaseSensitive(bo, "alpha");
+    s->alpha_lo = ci_at(al, 0);
+    s->alpha_hi = ci_at(al, 1);
+    const cJSON *rr = cJSON_GetObjectItemCaseSensitive(bo, "run_replicates");
+    static const char *const series[NC_BOOT_REP] = {"log_inv_std", "log_alpha",
+                                                    "log_alpha_gamma", "log_affine_slope"};
+    double n = jnum_at(rr, "n", NULL);
+    if (!(n >= 2 && n <= NC_BOOT_RUN_REPLICATES))
+        return;
+    s->nrep = (size_t)n;
+    for (int j = 0; j < NC_BOOT_REP; j++) {
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(rr, series[j]);
+        double *v = rep + (size_t)j * NC_BOOT_RUN_REPLICATES;
+        for (size_t k = 0; k < s->nrep; k++) {
+            const cJSON *e = cJSON_GetArrayItem(a, (int)k);
+            v[k] = cJSON_IsNumber(e) ? e->valuedouble : NAN;
+        }
+        s->rep[j] = v;
+    }
+}
+
 /* A layer's run-level summary from its block in report.json (the fields
- * run_summary.h names). */
-static void summary_from_json(const cJSON *lo, nc_layer_summary *s)
+ * run_summary.h names); rep: room for its run replicates. */
+static void summary_from_json(const cJSON *lo, nc_layer_summary *s, double *rep)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(lo, "name");
     nc_layer_summary_init(s, cJSON_IsString(name) ? name->valuestring : "");
@@ -135,6 +224,14 @@ static void summary_from_json(const cJSON *lo, nc_layer_summary *s)
     s->gamma = jnum_at(dyt, "gamma", NULL);
     s->theory_alpha = jnum_at(dyt, "theory_alpha", NULL);
     s->affine_slope = jnum_at(fits, "linear", "slope");
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(lo, "source");
+    const cJSON *grp = cJSON_GetObjectItemCaseSensitive(lo, "group");
+    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(lo, "norm");
+    s->source = cJSON_IsString(src) ? src->valuestring : "";
+    s->group = cJSON_IsString(grp) ? grp->valuestring : NULL;
+    nc_norm_kind nk;
+    s->norm = cJSON_IsString(norm) && nc_norm_parse(norm->valuestring, &nk) ? (int)nk : -1;
+    boot_from_json(cJSON_GetObjectItemCaseSensitive(lo, "bootstrap"), s, rep);
 }
 
 int nc_report_add_run_from_layers(cJSON *root, nc_err *err)
@@ -144,11 +241,16 @@ int nc_report_add_run_from_layers(cJSON *root, nc_err *err)
     if (n < 2)
         return 0;
     nc_layer_summary *L = calloc(n, sizeof *L);
-    if (!L)
+    const size_t per = (size_t)NC_BOOT_REP * NC_BOOT_RUN_REPLICATES;
+    double *rep = malloc(n * per * sizeof *rep);
+    if (!L || !rep) {
+        free(L);
+        free(rep);
         return nc_err_set(err, NC_ENOMEM, "out of memory for the run summary");
+    }
     size_t k = 0;
-    for (const cJSON *lo = layers->child; lo && k < n; lo = lo->next)
-        summary_from_json(lo, &L[k++]);
+    for (const cJSON *lo = layers->child; lo && k < n; lo = lo->next, k++)
+        summary_from_json(lo, &L[k], rep + k * per);
     nc_run_summary R;
     int rc = nc_run_summary_compute(L, n, &R, err);
     if (!rc) {
@@ -159,6 +261,7 @@ int nc_report_add_run_from_layers(cJSON *root, nc_err *err)
         nc_run_summary_free(&R);
     }
     free(L);
+    free(rep);
     return rc;
 }
 

@@ -63,7 +63,7 @@ def layers_of(report_path):
 
     def strip(v):
         if isinstance(v, dict):
-            return {k: strip(x) for k, x in v.items() if k != "timing"}
+            return {k: strip(x) for k, x in v.items() if k not in ("timing", "source")}
         if isinstance(v, list):
             return [strip(x) for x in v]
         return v

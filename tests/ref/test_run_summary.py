@@ -2,16 +2,19 @@
 block"; src/analysis/run_summary.c) with NumPy/SciPy, from the per-layer
 numbers of the same report.json:
 
-  per model group (layers sharing d), log-log slopes of alpha, alpha*gamma
+  per model group (layers of one source, norm kind and d), log-log slopes of alpha, alpha*gamma
   and the affine slope against 1/std (none under 3 layers), and the
   alpha-std figure's fit line per group (its PNG's Legend text) equal to
   the group's alpha slope:
   OLS slope and intercept (numpy.polyfit), Pearson r (numpy.corrcoef), the
   slope's standard error and the t-based 95% interval
   (scipy.stats.linregress, scipy.stats.t.ppf(0.975, n - 2));
-  per layer: the best surrogate by R^2 (shared-parameter fits only) with
-  ties below 1e-4, the gain over the affine map, the share of its residual
-  removed, alpha / theory alpha; the best by backprop error.
+  per layer: the best surrogate by R^2 (shared-parameter fits only) and its
+  ties (the fits whose bootstrap interval of the gap to it reaches 0), the
+  gain over the affine map, the share of its residual removed and the
+  label it decides (its interval against 10% and 50%), DyT's slope at the
+  origin over the theory's (alpha gamma rho); the best by backprop error
+  and its ties. (tests/ref/test_bootstrap.py checks the intervals.)
 
 Runs: five synthetic d=48 layers of different scales, the three real
 vit4mnist layers (d=64) and one synthetic d=40 layer (three groups), a
@@ -54,15 +57,21 @@ L, R = rep["layers"], rep["run"]
 C.ok(R["layers"] == len(L) == 9, "run.layers counts every layer")
 C.ok("loglog_vs_inv_std" not in R, "no slope across all layers (unrelated models)")
 
-# model groups: the layers sharing d, in the order of their first layer
+# model groups: the layers of one source, norm kind and d, in the order of
+# their first layer
 groups = []
 for k, l in enumerate(L):
+    key = (l["source"], l["norm"], l["dim"])
     for g in groups:
-        if g["d"] == l["dim"]:
+        if g["key"] == key:
             g["idx"].append(k)
             break
     else:
-        groups.append({"d": l["dim"], "idx": [k]})
+        groups.append({"key": key, "d": l["dim"], "idx": [k]})
+C.ok([(G["source"], G["norm"], G["d"]) for G in R["groups"]] == [g["key"] for g in groups],
+     "groups by source, norm and d")
+C.ok([l["source"] for l in L] == ["synthetic"] * 5 + [DATA + "/"] * 3 + ["synthetic"],
+     f"sources: {[l['source'] for l in L]}")
 C.ok([g["d"] for g in R["groups"]] == [g["d"] for g in groups] == [48, 64, 40],
      f"groups by d in first-layer order: {[g['d'] for g in R['groups']]}")
 
@@ -134,25 +143,40 @@ for g, G in zip(groups, R["groups"]):
 for l, v in zip(L, R["per_layer"]):
     name = l["name"]
     C.ok(v["name"] == name, f"{name}: order")
+    B = l["bootstrap"]
+    C.ok(B["status"] == "ok" and v["bootstrap"], f"{name}: bootstrapped")
     r2 = {f: l["fits"][f]["r2"] for f in RANKED if l["fits"].get(f, {}).get("r2") is not None}
     best = max(r2, key=r2.get)
-    C.ok(v["best_r2"]["fit"] == best, f"{name}: best R^2 {best}, got {v['best_r2']['fit']}")
-    ties = sorted(f for f in r2 if f != best and abs(r2[f] - r2[best]) < 1e-4)
+    C.ok(v["best_r2"]["fit"] == best == B["best_r2"]["fit"],
+         f"{name}: best R^2 {best}, got {v['best_r2']['fit']}")
+    gaps = B["best_r2"]["gaps"]
+    for f in r2:
+        if f != best:
+            C.abs(r2[best] - r2[f], gaps[f]["value"], 1e-12, f"{name}: R^2 gap to {f}")
+    ties = sorted(f for f in r2 if f != best and gaps[f]["ci95"][0] <= 0)
     C.ok(sorted(v["best_r2"]["ties"]) == ties, f"{name}: R^2 ties {ties}, got {v['best_r2']['ties']}")
     aff = l["fits"]["linear"]["r2"]
     C.rel(r2[best] - aff, v["gain_r2"], 1e-9, f"{name}: gain_r2")
-    C.rel(1 - (1 - r2[best]) / (1 - aff), v["residual_removed"], 1e-9, f"{name}: residual_removed")
-    C.rel(l["fits"]["dyt"]["alpha"] / l["fits"]["dyt"]["theory_alpha"], v["alpha_over_theory"],
-          1e-12, f"{name}: alpha_over_theory")
-    rr = v["residual_removed"]
-    kind = "strongly saturating" if rr >= 0.5 else "saturating" if rr >= 0.1 else "near-linear"
+    rr = 1 - (1 - r2[best]) / (1 - aff)
+    C.rel(rr, v["residual_removed"], 1e-9, f"{name}: residual_removed")
+    lo, hi = B["residual_removed"]["ci95"]
+    C.ok(v["residual_removed_ci"]["ci95"] == [lo, hi], f"{name}: its interval")
+    kind = ("strongly saturating" if lo >= 0.5 else "saturating" if lo >= 0.1
+            else "near-linear" if hi < 0.1 else "undecided")
     C.ok(v["kind"] == kind, f"{name}: kind {kind}, got {v['kind']}")
+    dyt = l["fits"]["dyt"]
+    C.rel(dyt["alpha"] * dyt["gamma"] * l["input_stats"]["rho"], v["slope_ratio"]["value"], 1e-12,
+          f"{name}: slope at 0 over the theory's")
     sur = l["jacobian"]["surrogates"]
     bp = {f: sur[f]["backprop_rel_err"] for f in RANKED
           if f in sur and sur[f].get("backprop_rel_err") is not None}
     bbest = min(bp, key=bp.get)
-    C.ok(v["best_backprop"]["fit"] == bbest, f"{name}: best backprop {bbest}, got "
-         f"{v['best_backprop']['fit']}")
+    C.ok(v["best_backprop"]["fit"] == bbest == B["best_backprop"]["fit"],
+         f"{name}: best backprop {bbest}, got {v['best_backprop']['fit']}")
+    bgaps = B["best_backprop"]["gaps"]
+    bties = sorted(f for f in bp if f != bbest and bgaps[f]["ci95"][0] <= 0)
+    C.ok(sorted(v["best_backprop"]["ties"]) == bties,
+         f"{name}: backprop ties {bties}, got {v['best_backprop']['ties']}")
 
 # two layers of one model: no slope (two points always give r = 1); one layer: no block
 config(os.path.join(tmp, "c2.json"), real[:2])
