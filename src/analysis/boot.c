@@ -111,13 +111,15 @@ nc_boot_ci nc_boot_summary(const double *v, size_t stride, size_t B, double *wor
             work[n++] = v[k * stride];
     if (n < 2 || (double)(B - n) > 0.01 * (double)B)
         return ci;
+    /* moments of v - v_0: replicates that are all equal give exactly 0 */
+    const double v0 = work[0];
     double mean = 0;
     for (size_t k = 0; k < n; k++)
-        mean += work[k];
+        mean += work[k] - v0;
     mean /= (double)n;
     double ss = 0;
     for (size_t k = 0; k < n; k++)
-        ss += (work[k] - mean) * (work[k] - mean);
+        ss += (work[k] - v0 - mean) * (work[k] - v0 - mean);
     ci.se = sqrt(ss / (double)(n - 1));
     nc_sort_doubles(work, n);
     const double tail = 0.5 * (1.0 - NC_BOOT_LEVEL);
