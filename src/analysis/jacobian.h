@@ -330,10 +330,12 @@ void nc_jac_rank_surrogates(const nc_jac_summary *const *S, const double *const 
                             const double *den, const size_t *idx, size_t n, const int *sid,
                             int ns, nc_jac_rank *out);
 
-/* The order-statistic standard error of the median of sorted a[0..n): half
- * the distance between the quantiles 1/2 -+ 1/(2 sqrt n) (the ranks where
- * a Binomial(n, 1/2) count is one sd from n/2; for a density f at the
- * median, ~ 1 / (2 f sqrt n), the asymptotic se). NaN for n < 2. */
+/* The standard error of the median of sorted a[0..n), by Maritz and
+ * Jarrett's estimator: the spread of the order statistics weighted by the
+ * probability that each is the median of a resample (the median's uniform
+ * U ~ N(1/2, 1/(4n))); for a density f at the median ~ 1 / (2 f sqrt n),
+ * the asymptotic se, and, unlike a quantile distance, not 0 when many
+ * values at the median are equal (identical tokens). NaN for n < 2. */
 double nc_jac_median_se(const double *sorted, size_t n);
 
 /* ---- one token (tests, figures) ---------------------------------------- */

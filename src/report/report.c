@@ -73,6 +73,9 @@ static void add_config(builder *b, cJSON *root, const nc_plan *plan)
         (double)(cfg->max_exact_points ? cfg->max_exact_points : NC_DEFAULT_MAX_EXACT));
     num(b, c, "sample_tokens", (double)cfg->sample_tokens);
     num(b, c, "seed", (double)cfg->seed);
+    num(b, c, "bootstrap", (double)cfg->boot_replicates);
+    if (cfg->token_block)
+        num(b, c, "token_block", (double)cfg->token_block);
     num(b, c, "threads", (double)(cfg->threads ? cfg->threads : nc_default_threads()));
     cJSON *jac = obj(b, c, "jacobian");
     boolean(b, jac, "enabled", cfg->jacobian.enabled);
@@ -125,6 +128,10 @@ static void add_config(builder *b, cJSON *root, const nc_plan *plan)
         }
         if (l->label)
             str(b, lo, "label", l->label);
+        if (l->group)
+            str(b, lo, "group", l->group);
+        if (l->token_block)
+            num(b, lo, "token_block", (double)l->token_block);
         /* given (here or at the top): the value; else each plan layer's own
          * (metadata, detected or default) is in layers[] with its source */
         if (l->has_norm || cfg->has_norm)

@@ -115,9 +115,16 @@ def quantiles_se(r):
     out = {"mean": float(r.mean()), "median": float(np.median(r)),
            "p95": float(np.percentile(r, 95)), "n": int(n)}
     out["mean_se"] = float(r.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
-    h = 0.5 / np.sqrt(n)
-    out["median_se"] = (float(0.5 * (np.quantile(r, 0.5 + h) - np.quantile(r, 0.5 - h)))
-                        if n > 1 else float("nan"))
+    # Maritz-Jarrett with the normal approximation of the median's Beta
+    # weights (jacobian.h nc_jac_median_se)
+    if n > 1:
+        from scipy.stats import norm
+        s = np.sort(r) - np.median(r)
+        cdf = norm.cdf((np.arange(n + 1) / n - 0.5) * 2 * np.sqrt(n))
+        w = np.diff(cdf)
+        out["median_se"] = float(np.sqrt(max(np.sum(w * s * s) - np.sum(w * s) ** 2, 0)))
+    else:
+        out["median_se"] = float("nan")
     return out
 
 
