@@ -46,6 +46,12 @@ struct nc_outset;
 int cli_write_index(struct nc_outset *set, const char *report_json, nc_err *err);
 
 /* Prints err's message and returns its exit status. */
+/* The FILE arguments of fit/jacobian/plot as the files that are layers
+ * (inputs.c): folders of .npy files expanded, companions named beside their
+ * layer's input and one-dimensional files among others left out (named on
+ * stderr unless quiet). *out (owned: free each and the array), *nout. */
+int cli_input_files(char **args, int nargs, bool quiet, char ***out, int *nout, nc_err *err);
+
 int cli_fail(const nc_err *err);
 
 /* Prints "normcmp: <cmd>: <message>" and a hint, returns 2. */

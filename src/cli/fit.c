@@ -695,12 +695,18 @@ static int fit_main(int argc, char **argv, int mode)
     int status = parse_fit_options(argc, argv, &a, cfg, &err);
     if (status == OPT_DONE)
         status = check_fit_args(argc - optind, &a, cfg, &err);
+    char **files = NULL;
+    int nfiles = 0;
     if (status == OPT_DONE) {
-        if (add_layers(argv + optind, argc - optind, &a, cfg, &err) != 0)
+        if (cli_input_files(argv + optind, argc - optind, a.ov.quiet, &files, &nfiles, &err) ||
+            add_layers(files, nfiles, &a, cfg, &err) != 0)
             status = cli_fail(&err);
         else
             status = launch(cfg, &a.ov, argc, argv, NULL);
     }
+    for (int k = 0; k < nfiles; k++)
+        free(files[k]);
+    free(files);
     nc_config_free(cfg);
     return status;
 }

@@ -1,0 +1,67 @@
+# test_globs.sh - what people type first: a shell glob of a dump folder
+# with its companions (data/vit4mnist/*.npy), the folder itself, and
+# one-dimensional files among inputs. Companions go with their layer, a
+# 1-D file is no layer among others, and the run is the three-layer run
+# (same layers, same numbers, same run-level slopes); no verdict prints a
+# non-finite percent.
+. tests/cli/lib.sh
+
+V="$PWD/data/vit4mnist"
+same_run() {
+    /usr/bin/python3 - "$1" "$2" <<'PY'
+import json, sys
+def load(p):
+    r = json.load(open(p))
+    def strip(v):
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if k not in ("timing", "source")}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+    return strip(r["layers"]), strip(r["run"])
+sys.exit(0 if load(sys.argv[1]) == load(sys.argv[2]) else 1)
+PY
+}
+
+run "$NC" fit "$V/ln00_input.npy" "$V/ln05_input.npy" "$V/ln11_input.npy" --out "$T/three" \
+    --no-jacobian --bootstrap 100
+expect_status 0
+
+# the glob the shell gives for data/vit4mnist/*.npy: 12 files, 3 layers
+run "$NC" fit "$V"/*.npy --out "$T/glob" --no-jacobian --bootstrap 100
+expect_status 0
+expect_err_has "normcmp: 9 companion files (_output, _weight, _bias, _grad_output.npy beside a layer's _input.npy) go with their layers, not analysed as layers"
+check "the glob: 3 layers" test "$(grep -c 'removes' "$T/.out")" -eq 3
+check "the glob: no non-finite percent" sh -c "! grep -E 'inf%|nan%' '$T/glob/../glob/report.json' '$T/.out'"
+check "the glob: the same layers, numbers and run block as the three inputs" \
+    same_run "$T/three/report.json" "$T/glob/report.json"
+check "the glob: companions read as companions" /usr/bin/python3 -c "
+import json, sys
+r = json.load(open('$T/glob/report.json'))
+roles = sorted((i['layer'], i['role']) for i in r['inputs'])
+want = sorted((l, k) for l in ('ln00', 'ln05', 'ln11') for k in ('input', 'output', 'weight', 'bias'))
+sys.exit(0 if roles == want else 1)"
+
+# the folder itself: its .npy files, the same run
+run "$NC" fit "$V" --out "$T/folder" --no-jacobian --bootstrap 100 --quiet
+expect_status 0
+check "the folder: the same as the three inputs" same_run "$T/three/report.json" "$T/folder/report.json"
+
+# a one-dimensional file among layers is left out and said; alone, it is analysed
+cp "$V/ln00_weight.npy" "$T/w.npy"
+run "$NC" fit "$V/ln00_input.npy" "$T/w.npy" --out "$T/one" --no-jacobian --bootstrap 0
+expect_status 0
+expect_err_has "left out, one-dimensional (a weight or bias; name one alone to analyse it as one token): $T/w.npy"
+check "1-D among others: one layer" test "$(grep -c 'removes' "$T/.out")" -eq 1
+run "$NC" fit "$T/w.npy" --out "$T/alone" --no-jacobian --quiet
+expect_status 0
+check "1-D alone: analysed (one token)" /usr/bin/python3 -c "
+import json, sys
+sys.exit(0 if json.load(open('$T/alone/report.json'))['layers'][0]['tokens'] == 1 else 1)"
+
+# a companion whose input is not among the files stays a layer (and is warned about)
+run "$NC" fit "$V/ln00_output.npy" --out "$T/out_only" --no-jacobian --bootstrap 0
+expect_status 0
+expect_err_has "norm's output, not its input"
+
+done_tests
