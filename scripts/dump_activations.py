@@ -30,7 +30,9 @@ up to twice the dump. (A TorchScript model returns all its layer norms'
 tensors at once: bounded by the graph, not by this script.)
 
 __metadata__ records the model, the command, and per module its class, norm
-kind, eps and the script's own check that the output equals the norm of the
+kind, eps, tokens_per_sequence (when every call's input was [B, T, ..., d]
+with the same T x ...: the rows of one sequence, which normcmp's token
+bootstrap resamples together) and the script's own check that the output equals the norm of the
 input with the weight and bias (check_max_abs_diff, on the captured values
 before any --dtype rounding); in a folder, every shard carries the run's
 keys and its own module's. Next to the dump goes a config for `normcmp run`
@@ -540,6 +542,13 @@ class Capture:
         self.check = None
         self.warned = False
         self.has_grad = False
+        self.seq = set()     # tokens per sequence of each call ([B, T, ..., d]: T ...)
+
+    def note_sequence(self, x, d):
+        """Records a call's tokens per sequence: all but the first and last
+        axes of its input (none for a [n, d] input)."""
+        if x.dim() >= 3 and x.shape[0] > 0:
+            self.seq.add(x.numel() // (x.shape[0] * d))
 
     def full(self, limit):
         return limit and self.rows >= limit
@@ -724,6 +733,7 @@ def run_hooked(a, model, args, kwargs, spool, log, torch, np):
             n = x.numel() // d
             take = n if not limit else min(n, limit - cap.rows)
             first = cap.rows == 0
+            cap.note_sequence(x, d)
             spool_write(cap, lambda: cap.add_rows(x.detach().reshape(n, d)[:take],
                                                   y.detach().reshape(n, d)[:take], a, torch, np))
             if first:
@@ -901,6 +911,7 @@ def run_scripted(a, sm, args, kwargs, spool, log, torch, np):
         nrow = x.numel() // d
         take = nrow if not a.tokens else min(nrow, a.tokens - cap.rows)
         first = cap.rows == 0
+        cap.note_sequence(x, d)
         spool_write(cap, lambda: cap.add_rows(x.detach().reshape(nrow, d)[:take],
                                               y.detach().reshape(nrow, d)[:take], a, torch, np))
         if first:
@@ -1012,6 +1023,9 @@ def module_meta(c):
          f"{c.name}.check_max_abs_diff": f"{c.check:.3g}"}
     if c.weight_offset:
         m[f"{c.name}.weight_offset"] = "1 (the module multiplies by 1 + weight)"
+    if len(c.seq) == 1 and min(c.seq) > 1:
+        # normcmp's token bootstrap resamples whole sequences (docs/report.md)
+        m[f"{c.name}.tokens_per_sequence"] = str(min(c.seq))
     return m
 
 

@@ -112,7 +112,7 @@ class TinyTransformer(nn.Module):
             x = blk(x)
         return self.head(self.ln_f(x))
 
-    def example_inputs(self, batch: int = 4, seq: int = 32, seed: int = 0):
+    def example_inputs(self, batch: int = 32, seq: int = 32, seed: int = 0):
         g = torch.Generator().manual_seed(seed)
         return torch.randint(0, self.vocab, (batch, min(seq, self.max_len)), generator=g)
 
@@ -125,7 +125,7 @@ def tiny_rmsnorm(**kw):
     return TinyTransformer(norm="rmsnorm", **kw)
 
 
-def example_inputs(model, batch: int = 4, seq: int = 32, seed: int = 0):
+def example_inputs(model, batch: int = 32, seq: int = 32, seed: int = 0):
     return model.example_inputs(batch=batch, seq=seq, seed=seed)
 
 

@@ -172,6 +172,7 @@ typedef struct nc_layer_jac {
  * the origin over the theory's 1/rho. */
 typedef struct nc_layer_boot {
     bool done;                 /* ran (replicates > 0, enough blocks with a point) */
+    bool too_few;              /* asked for, but too few blocks had a usable token */
     char status[160];          /* "ok" or why not */
     size_t replicates, token_block, group, blocks, blocks_used;
     uint64_t seed;

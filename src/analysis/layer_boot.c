@@ -333,10 +333,12 @@ int nc_layer_boot_run(const run *r, nc_layer_result *res, nc_err *err)
     for (size_t b = 0; b < bb.nb; b++)
         B->blocks_used += S[b * BQ_COUNT + BQ_N] > 0;
     if (B->blocks_used < NC_BOOT_MIN_BLOCKS) {
+        B->too_few = true;
         snprintf(B->status, sizeof B->status,
-                 "not run: %zu block%s with a usable token (needs %d); give --token-block "
-                 "smaller sequences or more tokens", B->blocks_used,
-                 B->blocks_used == 1 ? "" : "s", NC_BOOT_MIN_BLOCKS);
+                 "not run: %zu block%s of %zu token%s with a usable token (needs %d): too "
+                 "few to tell; dump more sequences", B->blocks_used,
+                 B->blocks_used == 1 ? "" : "s", bb.token_block * bb.group,
+                 bb.token_block * bb.group == 1 ? "" : "s", NC_BOOT_MIN_BLOCKS);
         return 0;
     }
     const size_t n = B->replicates;

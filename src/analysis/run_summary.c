@@ -31,15 +31,14 @@ void nc_layer_summary_init(nc_layer_summary *s, const char *name)
     for (int k = 0; k < NC_FIT_COUNT; k++)
         s->r2[k] = s->bp[k] = s->bp_se[k] = s->r2_gap_lo[k] = s->bp_gap_lo[k] = NAN;
     s->boot_best = s->boot_bp_best = -1;
-    s->removed = s->removed_lo = s->removed_hi = NAN;
+    s->removed_lo = s->removed_hi = NAN;
     s->slope_ratio = s->slope_ratio_lo = s->slope_ratio_hi = s->alpha_lo = s->alpha_hi = NAN;
 }
 
 /* The bootstrap's numbers of a finished layer (layer.h nc_layer_boot). */
 static void summary_boot(const nc_layer_boot *B, nc_layer_summary *s)
 {
-    s->slope_ratio = B->slope_ratio;
-    s->removed = B->removed;
+    s->boot_too_few = B->too_few;
     if (!B->done)
         return;
     s->boot = true;
@@ -79,6 +78,7 @@ void nc_layer_summary_from_result(const nc_layer_result *res, const nc_jac_resul
     }
     if (lin->ok)
         s->affine_slope = lin->params.p[0];
+    s->slope_ratio = s->alpha * s->gamma * s->rho;
     for (int k = 0; jac && k < NC_FIT_COUNT; k++)
         if (jac->surr[k].ok) {
             s->bp[k] = jac->surr[k].backprop.err;
@@ -271,6 +271,8 @@ const char *nc_layer_verdict_kind(const nc_layer_verdict *v)
         return "no fit";
     if (!isfinite(v->residual_removed))
         return "no affine baseline";
+    if (v->too_few)
+        return "undecided";
     if (!v->boot)
         return v->residual_removed >= STRONGLY     ? "strongly saturating"
                : v->residual_removed >= SATURATING ? "saturating"
@@ -283,10 +285,15 @@ const char *nc_layer_verdict_kind(const nc_layer_verdict *v)
                                          : "undecided";
 }
 
-/* "dyisru" or "tie: dyisru, dyt, derf" (the best first) */
-static void rank_text(const nc_rank *R, char *buf, size_t cap)
+/* "dyisru" or "tie: dyisru, dyt, derf" (the best first), or "dyisru
+ * (point estimate)" when nothing can be decided */
+static void rank_text(const nc_rank *R, bool undecided, char *buf, size_t cap)
 {
     const char *best = nc_surrogate_get((nc_fit_id)R->best)->name;
+    if (undecided) {
+        snprintf(buf, cap, "%s (point estimate)", best);
+        return;
+    }
     size_t o = (size_t)snprintf(buf, cap, "%s%s", R->nties ? "tie: " : "", best);
     for (int k = 0; k < NC_FIT_COUNT && o < cap; k++)
         if (R->tie[k])
@@ -305,15 +312,14 @@ static void pct_ci(double lo, double hi, char *buf, size_t cap)
 static void layer_verdict(const nc_layer_summary *s, nc_layer_verdict *v)
 {
     v->boot = s->boot;
+    v->too_few = s->boot_too_few && !s->boot;
     v->by_r2 = rank_fits(s->r2, NULL, true, s->boot ? s->r2_gap_lo : NULL, s->boot_best);
     bool bp_boot = s->boot && s->boot_bp_best >= 0;
     v->by_bp = rank_fits(s->bp, s->bp_se, false, bp_boot ? s->bp_gap_lo : NULL, s->boot_bp_best);
     v->bp_ties_known = v->by_bp.best >= 0 && (bp_boot || isfinite(s->bp_se[v->by_bp.best]));
     v->affine_r2 = s->r2[NC_FIT_LINEAR];
     v->gain_r2 = v->by_r2.value - v->affine_r2;
-    v->residual_removed = isfinite(s->removed)
-                              ? s->removed
-                              : 1.0 - (1.0 - v->by_r2.value) / (1.0 - v->affine_r2);
+    v->residual_removed = 1.0 - (1.0 - v->by_r2.value) / (1.0 - v->affine_r2);
     v->removed_lo = s->removed_lo;
     v->removed_hi = s->removed_hi;
     v->slope_ratio = s->slope_ratio;
@@ -324,10 +330,10 @@ static void layer_verdict(const nc_layer_summary *s, nc_layer_verdict *v)
         return;
     }
     char r2t[128], bpt[256] = "", rm[48], sr[96] = "";
-    rank_text(&v->by_r2, r2t, sizeof r2t);
+    rank_text(&v->by_r2, v->too_few, r2t, sizeof r2t);
     if (v->by_bp.best >= 0) {
         char t[128];
-        rank_text(&v->by_bp, t, sizeof t);
+        rank_text(&v->by_bp, v->too_few, t, sizeof t);
         snprintf(bpt, sizeof bpt, "; best backprop: %s, bp err %.4g%s", t, v->by_bp.value,
                  v->bp_ties_known ? "" : " (no uncertainty: ties not decided)");
     }
@@ -335,7 +341,10 @@ static void layer_verdict(const nc_layer_summary *s, nc_layer_verdict *v)
         snprintf(sr, sizeof sr, isfinite(v->slope_ratio_lo) ? "; slope at 0 / theory %.3g "
                  "[%.3g, %.3g]" : "; slope at 0 / theory %.3g", v->slope_ratio,
                  v->slope_ratio_lo, v->slope_ratio_hi);
-    const char *point = v->boot ? "" : " (point estimates: no bootstrap)";
+    const char *point = v->boot      ? ""
+                        : v->too_few ? " (point estimates: too few blocks of tokens for a "
+                                       "bootstrap, nothing decided)"
+                                     : " (point estimates: no bootstrap)";
     if (!isfinite(v->affine_r2)) {
         snprintf(v->verdict, sizeof v->verdict, "best R^2: %s %.4f%s%s%s", r2t, v->by_r2.value,
                  bpt, sr, point);
@@ -467,6 +476,8 @@ size_t nc_model_groups(const nc_group_key *key, size_t n, size_t *group_of)
  * (the layers' replicate r are paired: the same draws), summarised. */
 static void group_boot(const nc_layer_summary *L, nc_run_group *G, double *v)
 {
+    const nc_boot_ci none = {NAN, NAN, NAN};
+    G->boot_alpha = G->boot_alpha_gamma = G->boot_affine = none;
     size_t B = SIZE_MAX;
     for (size_t m = 0; m < G->nlayers; m++)
         B = L[G->layer[m]].nrep < B ? L[G->layer[m]].nrep : B;
@@ -563,7 +574,7 @@ int nc_run_summary_compute(const nc_layer_summary *L, size_t n, nc_run_summary *
         out->near_linear += strcmp(kind, "near-linear") == 0;
         out->undecided += strcmp(kind, "undecided") == 0;
         out->boot &= lv->boot;
-        if (lv->by_r2.best >= 0 && lv->by_r2.nties == 0) {
+        if (lv->by_r2.best >= 0 && lv->by_r2.nties == 0 && !lv->too_few) {
             count[lv->by_r2.best]++;
             out->decided_best++;
         }

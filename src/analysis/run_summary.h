@@ -63,14 +63,16 @@ typedef struct nc_layer_summary {
      * tokens of the probes' relative backprop error) and its standard
      * error (.backprop_rel_err_se; NAN when the report has none) */
     double bp[NC_FIT_COUNT], bp_se[NC_FIT_COUNT];
-    /* the token bootstrap (layers[].bootstrap); boot false: none */
-    bool boot;
+    /* the token bootstrap (layers[].bootstrap); boot false: none, and
+     * boot_too_few: it was asked for but the layer has too few blocks */
+    bool boot, boot_too_few;
     int boot_best;             /* .best_r2.fit */
     double r2_gap_lo[NC_FIT_COUNT];  /* .best_r2.gaps.<fit>.ci95[0] */
     int boot_bp_best;          /* .best_backprop.fit (-1: none) */
     double bp_gap_lo[NC_FIT_COUNT];  /* .best_backprop.gaps.<fit>.ci95[0] */
-    double removed, removed_lo, removed_hi;             /* .residual_removed */
-    double slope_ratio, slope_ratio_lo, slope_ratio_hi; /* .slope_ratio */
+    double removed_lo, removed_hi;                      /* .residual_removed.ci95 */
+    double slope_ratio;        /* alpha gamma rho, from the fits and input_stats */
+    double slope_ratio_lo, slope_ratio_hi;              /* .slope_ratio.ci95 */
     double alpha_lo, alpha_hi;                          /* .alpha.ci95 */
     size_t nrep;               /* .run_replicates.n */
     const double *rep[NC_BOOT_REP]; /* .run_replicates series, [nrep] each (not owned) */
@@ -115,6 +117,7 @@ typedef struct nc_layer_verdict {
     nc_rank by_bp;            /* over the same, those with a backprop error */
     bool bp_ties_known;       /* uncertainties were there to decide ties */
     bool boot;                /* decided by the token bootstrap (else point estimates) */
+    bool too_few;             /* no bootstrap for too few blocks: nothing decided */
     double affine_r2;
     double gain_r2;           /* best R^2 - affine R^2 */
     double residual_removed;  /* 1 - (1 - best R^2) / (1 - affine R^2) */

@@ -166,8 +166,7 @@ static void boot_from_json(const cJSON *bo, nc_layer_summary *s, double *rep)
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(bo, "status");
     const cJSON *rm = cJSON_GetObjectItemCaseSensitive(bo, "residual_removed");
     const cJSON *sr = cJSON_GetObjectItemCaseSensitive(bo, "slope_ratio");
-    s->removed = jnum_at(rm, "value", NULL);
-    s->slope_ratio = jnum_at(sr, "value", NULL);
+    s->boot_too_few = cJSON_IsString(st) && strncmp(st->valuestring, "not run", 7) == 0;
     if (!cJSON_IsString(st) || strcmp(st->valuestring, "ok") != 0)
         return;
     s->boot = true;
@@ -224,6 +223,7 @@ static void summary_from_json(const cJSON *lo, nc_layer_summary *s, double *rep)
     s->gamma = jnum_at(dyt, "gamma", NULL);
     s->theory_alpha = jnum_at(dyt, "theory_alpha", NULL);
     s->affine_slope = jnum_at(fits, "linear", "slope");
+    s->slope_ratio = s->alpha * s->gamma * s->rho;
     const cJSON *src = cJSON_GetObjectItemCaseSensitive(lo, "source");
     const cJSON *grp = cJSON_GetObjectItemCaseSensitive(lo, "group");
     const cJSON *norm = cJSON_GetObjectItemCaseSensitive(lo, "norm");

@@ -120,7 +120,8 @@ int main(int argc, char **argv)
     series read = {"plain read", .n = 0}, hash = {"sha256 of the file", .n = 0};
     series total = {"analysis (all fits)", .n = 0}, stats = {"  stats", .n = 0},
            bins = {"  bins", .n = 0}, fits = {"  fits (on the bins)", .n = 0},
-           chan = {"  per-channel DyT", .n = 0}, verify = {"  exact metrics + J sums", .n = 0};
+           chan = {"  per-channel DyT", .n = 0}, verify = {"  exact metrics + J sums", .n = 0},
+           boot = {"  token bootstrap (1000)", .n = 0};
     series jac = {"jacobian stage", .n = 0}, jan = {"  own pass (real grads)", .n = 0},
            jst = {"  summaries, ranking", .n = 0}, jde = {"  dense check", .n = 0},
            jgf = {"  dense GFLOP/s", .n = 0};
@@ -157,6 +158,7 @@ int main(int argc, char **argv)
         add(&fits, res.time_fits_s);
         add(&chan, res.time_channel_s);
         add(&verify, res.time_verify_s);
+        add(&boot, res.time_boot_s);
         passes = res.passes;
 
         nc_jac_result jr;
@@ -218,6 +220,7 @@ int main(int argc, char **argv)
     print_row(&fits, ref, "s");
     print_row(&chan, ref, "s");
     print_row(&verify, ref, "s");
+    print_row(&boot, ref, "s");
     printf("  %-26s %10d\n", "  passes over the data", passes);
     print_row(&jac, ref, "s");
     print_row(&jan, ref, "s");

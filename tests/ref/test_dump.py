@@ -211,7 +211,7 @@ def tiny_rms(tmp):
     dump("--model", f"{EXAMPLE}:tiny_rmsnorm", "-o", f32)
     dump("--model", f"{EXAMPLE}:tiny_rmsnorm", "-o", bf, "--dtype", "bf16",
          "--config", os.path.join(tmp, "cfg", "rms_bf16.json"), "--name", "bf")
-    t, _, _ = check_dump(f32, mods, "rmsnorm", 1e-6, 128, 48, False)
+    t, _, _ = check_dump(f32, mods, "rmsnorm", 1e-6, 1024, 48, False)
     C.ok("blocks.0.ln1.bias" not in t, "RMSNorm: no bias written")
     check_report(os.path.join(tmp, "rms.json"), mods, "rmsnorm", 1e-6, False, label="tiny rms")
     tb, dts, _ = read_safetensors(bf)
