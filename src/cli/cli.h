@@ -11,8 +11,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stddef.h>
 
+#include "analysis/run_summary.h"
 #include "config/config.h"
 #include "util/err.h"
 
@@ -90,6 +90,23 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
 /* The summary printed by cli_execute: the fits table (and a Jacobian table
  * when computed), or the Jacobian table alone (`normcmp jacobian`). */
 extern bool cli_summary_jacobian_only;
+
+/* --verbose: the full tables on stdout instead of the brief summary. */
+extern bool cli_verbose;
+
+/* --json: report.json on stdout instead of the summary. */
+extern bool cli_json;
+
+/* The width summaries wrap at: the terminal's (stdout), else $COLUMNS,
+ * else 80. */
+int cli_terminal_width(void);
+
+/* The outlier-steps experiment's lines of every layer that ran it. */
+void cli_print_experiments(const struct nc_plan *plan);
+
+/* The brief summary (brief.c): a line per layer, the run's verdict
+ * wrapped to the terminal, where the report is. */
+void cli_print_brief(const nc_layer_summary *L, const nc_run_summary *R, const char *out_dir);
 
 /* Test-only hooks from the environment (cli/hooks.c): the only place
  * normcmp reads its environment. NORMCMP_TEST_STEP_MS=N sleeps N ms

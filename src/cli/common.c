@@ -94,6 +94,8 @@ static void print_num(double v, int width)
 }
 
 bool cli_summary_jacobian_only;
+bool cli_verbose;
+bool cli_json;
 
 /* Most files one run writes besides report.json. */
 #define MAX_OUTPUT_FILES 4096
@@ -317,6 +319,16 @@ static void print_tables(const nc_config *cfg, const nc_plan *plan)
     bool any_jac = false;
     for (size_t k = 0; k < plan->nlayers; k++)
         any_jac = any_jac || plan->layers[k].has_jacobian;
+    if (!cli_verbose && !cli_summary_jacobian_only) {
+        if (cfg->sweep.enabled) {
+            print_sweep_summary(plan);
+            printf("\n");
+        }
+        if (plan->has_run)
+            cli_print_brief(plan->summaries, &plan->run, cfg->output);
+        cli_print_experiments(plan);
+        return;
+    }
     if (!cli_summary_jacobian_only && plan->nlayers > 0)
         cli_print_fit_summary(plan);
     if (any_jac) {
@@ -372,6 +384,24 @@ static void note_dropped_tokens(const nc_plan *plan)
     }
 }
 
+/* --json: the report just written, on stdout. */
+static int print_report(const char *dir, nc_err *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return nc_err_set_errno(err, NC_EIO, errno, "%s: cannot read the report back", path);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        if (fwrite(buf, 1, n, stdout) != n)
+            break;
+    bool bad = ferror(f) != 0;
+    fclose(f);
+    return bad ? nc_err_set(err, NC_EIO, "%s: read failed", path) : 0;
+}
+
 int cli_execute(const nc_config *cfg, const char *command, const char *config_path, bool quiet)
 {
     nc_err err = {0};
@@ -405,8 +435,13 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
     cli_print_checks(plan, quiet);
     if (write_outputs(cfg, plan, command, config_path, quiet, o, &err) != 0)
         goto fail;
-    print_tables(cfg, plan);
-    if (!quiet)
+    if (cli_json && print_report(cfg->output, &err) != 0) {
+        status = cli_fail(&err); /* the outputs stay: they are complete */
+        goto out;
+    }
+    if (!cli_json)
+        print_tables(cfg, plan);
+    if (!quiet && (cli_verbose || cli_json || cli_summary_jacobian_only))
         fprintf(stderr, "normcmp: wrote %s/report.json%s\n", cfg->output,
                 o->n > (config_path ? 2u : 1u) ? " and figures" : "");
     status = cli_strict_status(plan, cfg->strict);

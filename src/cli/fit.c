@@ -52,6 +52,8 @@ enum {
     OPT_LEGEND,
     OPT_BOOTSTRAP,
     OPT_TOKEN_BLOCK,
+    OPT_VERBOSE,
+    OPT_JSON,
 };
 
 static const struct option fit_options[] = {
@@ -88,6 +90,8 @@ static const struct option fit_options[] = {
     {"strict", no_argument, NULL, OPT_STRICT},
     {"legend", required_argument, NULL, OPT_LEGEND},
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"verbose", no_argument, NULL, OPT_VERBOSE},
+    {"json", no_argument, NULL, OPT_JSON},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -137,6 +141,9 @@ static const char fit_help[] =
     "      --dense-tokens N       tokens whose d x d Jacobian is checked entry by entry (default:\n"
     "                             2^24/d^2, at least 1, at most 4096: 1 token at d = 4096)\n"
     "  -q, --quiet                no progress or messages on stderr\n"
+    "      --verbose              the full tables on stdout (default: a summary that fits\n"
+    "                             the terminal: a line per layer and the run's verdict)\n"
+    "      --json                 report.json on stdout instead of the summary\n"
     "  -h, --help                 this help\n";
 
 static const char run_help[] =
@@ -155,6 +162,9 @@ static const char run_help[] =
     "                             i mod N = K-1; 'normcmp merge' combines the N folders\n"
     "      --strict               exit 2 when a real output disagrees with the norm used\n"
     "  -q, --quiet                no progress or messages on stderr\n"
+    "      --verbose              the full tables on stdout (default: a summary that fits\n"
+    "                             the terminal: a line per layer and the run's verdict)\n"
+    "      --json                 report.json on stdout instead of the summary\n"
     "  -h, --help                 this help\n";
 
 /* Flags shared by fit and run that override the config. */
@@ -194,6 +204,12 @@ static int parse_override(int c, const char *arg, overrides *ov, nc_err *err)
         return 1;
     case OPT_STRICT:
         ov->strict = true;
+        return 1;
+    case OPT_VERBOSE:
+        cli_verbose = true;
+        return 1;
+    case OPT_JSON:
+        cli_json = true;
         return 1;
     case OPT_THREADS:
         rc = nc_parse_u64(arg, "--threads", 0, 16, &ov->threads, err);
@@ -723,6 +739,9 @@ static const char sweep_help[] =
     "  -o, --out DIR              output folder (default: the config's, or out/<name>)\n"
     "      --threads N            worker threads, 0..16\n"
     "  -q, --quiet                no progress or messages on stderr\n"
+    "      --verbose              the full tables on stdout (default: a summary that fits\n"
+    "                             the terminal: a line per layer and the run's verdict)\n"
+    "      --json                 report.json on stdout instead of the summary\n"
     "  -h, --help                 this help\n";
 
 static int run_main(int argc, char **argv, bool sweep_mode);
@@ -747,6 +766,8 @@ static const struct option run_options[] = {
     {"shard", required_argument, NULL, OPT_SHARD},
     {"strict", no_argument, NULL, OPT_STRICT},
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"verbose", no_argument, NULL, OPT_VERBOSE},
+    {"json", no_argument, NULL, OPT_JSON},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };

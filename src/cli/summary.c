@@ -65,6 +65,23 @@ static void print_theory(const nc_layer_result *r, int w)
     printf("\n");
 }
 
+/* The outlier-steps experiment's lines of layer l, after a name (or w
+ * blank columns). */
+static void print_outlier(const nc_plan_layer *l, const char *name, int w)
+{
+    const nc_outlier_steps *os = &l->outlier_steps;
+    printf("%-*s   outlier steps: mean |residual| DyT %.4g, DyISRU %.4g, ratio %.3g\n", w,
+           name, os->dyt.mean_abs_res, os->dyisru.mean_abs_res, os->ratio);
+    if (os->has_spread) {
+        const nc_outlier_spread *sp = &os->spread;
+        printf("%-*s   over %zu draws (seeds %llu..%llu): ratio median %.3g "
+               "(5-95%% %.3g..%.3g), DyT |residual| median %.3g (5-95%% %.3g..%.3g)\n",
+               w, "", sp->draws, (unsigned long long)sp->seed0,
+               (unsigned long long)(sp->seed0 + sp->draws - 1), sp->ratio.median, sp->ratio.p05,
+               sp->ratio.p95, sp->dyt_res.median, sp->dyt_res.p05, sp->dyt_res.p95);
+    }
+}
+
 static void print_fits_table(const nc_plan *plan, const bool *ran)
 {
     int w = name_width(plan);
@@ -89,21 +106,16 @@ static void print_fits_table(const nc_plan *plan, const bool *ran)
         num(alpha * r->stats.std, 9, 4);
         printf("\n");
         print_theory(r, w);
-        if (l->has_outlier_steps) {
-            const nc_outlier_steps *os = &l->outlier_steps;
-            printf("%-*s   outlier steps: mean |residual| DyT %.4g, DyISRU %.4g, ratio %.3g\n",
-                   w, "", os->dyt.mean_abs_res, os->dyisru.mean_abs_res, os->ratio);
-            if (os->has_spread) {
-                const nc_outlier_spread *sp = &os->spread;
-                printf("%-*s   over %zu draws (seeds %llu..%llu): ratio median %.3g "
-                       "(5-95%% %.3g..%.3g), DyT |residual| median %.3g (5-95%% %.3g..%.3g)\n",
-                       w, "", sp->draws, (unsigned long long)sp->seed0,
-                       (unsigned long long)(sp->seed0 + sp->draws - 1), sp->ratio.median,
-                       sp->ratio.p05, sp->ratio.p95, sp->dyt_res.median, sp->dyt_res.p05,
-                       sp->dyt_res.p95);
-            }
-        }
+        if (l->has_outlier_steps)
+            print_outlier(l, "", w);
     }
+}
+
+void cli_print_experiments(const nc_plan *plan)
+{
+    for (size_t k = 0; k < plan->nlayers; k++)
+        if (plan->layers[k].done && plan->layers[k].has_outlier_steps)
+            print_outlier(&plan->layers[k], plan->layers[k].name, 0);
 }
 
 static void print_slope(const char *what, const nc_loglog *L, const nc_boot_ci *tok)

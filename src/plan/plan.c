@@ -787,9 +787,20 @@ static void start_hashing(nc_plan *plan)
 int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err)
 {
     start_hashing(plan);
+    uint64_t total = 0, before = 0;
+    size_t n = 0, k1 = 0;
+    for (size_t k = 0; k < plan->nlayers; k++)
+        if (plan->layers[k].in_shard && plan->layers[k].x) {
+            total += plan->layers[k].x->nelem;
+            n++;
+        }
     for (size_t k = 0; k < plan->nlayers; k++) {
         if (!plan->layers[k].in_shard)
             continue; /* another shard's (run --shard) */
+        if (plan->layers[k].x) {
+            nc_progress_layer(progress, ++k1, n, before, total);
+            before += plan->layers[k].x->nelem;
+        }
         nc_plan_layer_memory(&plan->layers[k], true);
         int rc = run_layer(plan, &plan->layers[k], progress, err);
         if (rc)

@@ -131,7 +131,7 @@ run "$NC" fit "$T/m.safetensors" --tensor blocks.0.ln1.weight --out "$OUT/w" --n
 check "--quiet: no warning" test ! -s "$T/.err"
 
 # ---- tokens dropped for NaN: said once per layer
-run "$NC" fit "$T/nan_input.npy" --out "$OUT/nan" --no-jacobian
+run "$NC" fit "$T/nan_input.npy" --out "$OUT/nan" --no-jacobian --verbose
 expect_status 0
 expect_err_has "normcmp: layer 'nan': 2 of 8 tokens left out: they hold NaN or infinite values (3 values)"
 expect_out_has "used: tokens in the fits"
@@ -144,7 +144,7 @@ check "nothing said for a clean layer" test "$(grep -c 'left out' "$T/.err")" -e
 
 # ---- the Jacobian table: its columns explained, the Gaussian references
 # beside diag share and bp err, the verdict's best backprop with its number
-run "$NC" fit "$f" --out "$OUT/jt"
+run "$NC" fit "$f" --out "$OUT/jt" --verbose
 expect_status 0
 expect_out_has "(G): the value for"
 expect_out_has "diag share: share of ||J||_F^2"

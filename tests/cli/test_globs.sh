@@ -28,7 +28,7 @@ run "$NC" fit "$V/ln00_input.npy" "$V/ln05_input.npy" "$V/ln11_input.npy" --out 
 expect_status 0
 
 # the glob the shell gives for data/vit4mnist/*.npy: 12 files, 3 layers
-run "$NC" fit "$V"/*.npy --out "$T/glob" --no-jacobian --bootstrap 100
+run "$NC" fit "$V"/*.npy --out "$T/glob" --no-jacobian --bootstrap 100 --verbose
 expect_status 0
 expect_err_has "normcmp: 9 companion files (_output, _weight, _bias, _grad_output.npy beside a layer's _input.npy) go with their layers, not analysed as layers"
 check "the glob: 3 layers" test "$(grep -c 'removes' "$T/.out")" -eq 3
@@ -49,7 +49,7 @@ check "the folder: the same as the three inputs" same_run "$T/three/report.json"
 
 # a one-dimensional file among layers is left out and said; alone, it is analysed
 cp "$V/ln00_weight.npy" "$T/w.npy"
-run "$NC" fit "$V/ln00_input.npy" "$T/w.npy" --out "$T/one" --no-jacobian --bootstrap 0
+run "$NC" fit "$V/ln00_input.npy" "$T/w.npy" --out "$T/one" --no-jacobian --bootstrap 0 --verbose
 expect_status 0
 expect_err_has "left out, one-dimensional (a weight or bias; name one alone to analyse it as one token): $T/w.npy"
 check "1-D among others: one layer" test "$(grep -c 'removes' "$T/.out")" -eq 1
@@ -63,5 +63,25 @@ sys.exit(0 if json.load(open('$T/alone/report.json'))['layers'][0]['tokens'] == 
 run "$NC" fit "$V/ln00_output.npy" --out "$T/out_only" --no-jacobian --bootstrap 0
 expect_status 0
 expect_err_has "norm's output, not its input"
+
+# the default output: a summary that fits the terminal (COLUMNS when stdout
+# is not one), a line per layer, the run's verdict, where index.html is;
+# --json: the report itself on stdout
+for cols in 80 60; do
+    run env COLUMNS=$cols "$NC" fit "$V"/ln*_input.npy --out "$T/brief$cols" --no-jacobian \
+        --bootstrap 200
+    expect_status 0
+    expect_out_has "Run: 3 of 3 layers"
+    cp "$T/.out" "$T/brief.out"
+    check "$cols columns: no line wider" awk -v w=$cols 'length($0) > w { bad = 1 } END { exit bad }' "$T/brief.out"
+    check "$cols columns: a line per layer with its label" \
+        test "$(grep -cE '^ln(00|05|11) +(saturating|near-linear|undecided|strongly saturating) ' "$T/brief.out")" -eq 3
+    check "$cols columns: says where index.html is" grep -q "$T/brief$cols/index.html" "$T/brief.out"
+    check "$cols columns: at most 22 lines" test "$(wc -l <"$T/brief.out")" -le 22
+done
+run "$NC" fit "$V"/ln*_input.npy --out "$T/json" --no-jacobian --bootstrap 50 --json
+expect_status 0
+cp "$T/.out" "$T/json.out"
+check "--json: stdout is the report" cmp "$T/json.out" "$T/json/report.json"
 
 done_tests

@@ -18,7 +18,7 @@ expect_field() { # DIR EXPR EXPECTED
 }
 
 # a dump with metadata, no flags: RMSNorm with the model's eps, from metadata
-run "$NC" fit "$T/rms.safetensors" -o "$T/o1" --no-jacobian
+run "$NC" fit "$T/rms.safetensors" -o "$T/o1" --no-jacobian --verbose
 expect_status 0
 expect_field "$T/o1" "' '.join('%s:%g:%s:%s:%s' % (l['norm'], l['eps'], l['norm_source'], l['eps_source'], l['real_output_check']['status']) for l in L)" \
     "rmsnorm:0.001:metadata:metadata:ok rmsnorm:0.001:metadata:metadata:ok"
@@ -26,7 +26,7 @@ if grep -q "detected\|warning" "$T/.err"; then _bad "nothing to detect or warn a
 expect_out_has "rms/meta "
 
 # no metadata: kind and eps read back from the real output, one line each
-run "$NC" fit "$T/rms_nometa.safetensors" -o "$T/o2" --no-jacobian
+run "$NC" fit "$T/rms_nometa.safetensors" -o "$T/o2" --no-jacobian --verbose
 expect_status 0
 expect_err_has "normcmp: blocks.0.norm: detected rmsnorm eps 0.001 from the real output"
 expect_err_has "normcmp: blocks.1.norm: detected rmsnorm eps 0.001 from the real output"
@@ -59,7 +59,7 @@ expect_field "$T/o5" "L[0]['norm'], L[0]['eps'], L[0]['eps_source'], L[0]['real_
     "rmsnorm 1e-06 default False True"
 
 # an explicit wrong --norm: kept, warned, flagged in the table, status set
-run "$NC" fit "$T/rms.safetensors" --norm layernorm -o "$T/o6" --no-jacobian -q
+run "$NC" fit "$T/rms.safetensors" --norm layernorm -o "$T/o6" --no-jacobian -q --verbose
 expect_status 0
 expect_err_has "normcmp: warning: blocks.0.norm: the real output differs from layernorm eps 0.001 (kind from flag, eps from metadata)"
 expect_err_has "the real output is rmsnorm"

@@ -327,7 +327,7 @@ def linearised_vs_refit(tmp):
 def synth_run(tmp, name, layers):
     p = os.path.join(tmp, name + ".json")
     json.dump({"name": name, "layers": layers, "jacobian": {"enabled": False}}, open(p, "w"))
-    out = run("run", p, "--out", os.path.join(tmp, name), "--quiet").stdout
+    out = run("run", p, "--out", os.path.join(tmp, name), "--quiet", "--verbose").stdout
     return json.load(open(os.path.join(tmp, name, "report.json"))), out
 
 
