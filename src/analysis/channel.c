@@ -63,9 +63,17 @@ enum {
 #define CHANNEL_SAMPLE_POINTS ((size_t)1 << 20)
 #define CHANNEL_SAMPLE_TOL 1e-4 /* step in log(theta) that ends the sampled stage */
 
+/* q = 1/(x^2 + C), the DyISRU passes' second tile (its derivatives in C
+ * are T times powers of q), and T = x sqrt(q): one division and one square
+ * root per point for both. */
+static double isru_q(double C, double x)
+{
+    return 1.0 / (x * x + C);
+}
+
 double nc_chan_g(nc_chan_kind kind, double theta, double x)
 {
-    return kind == NC_CHAN_TANH ? nc_tanh(theta * x) : x / sqrt(x * x + theta);
+    return kind == NC_CHAN_TANH ? nc_tanh(theta * x) : x * sqrt(isru_q(theta, x));
 }
 
 typedef struct chan_ctx {
@@ -73,7 +81,10 @@ typedef struct chan_ctx {
     nc_chan_kind kind;
     double theta;           /* alpha or C */
     const double *ttab;     /* 16-bit input: g(theta, x) by code (codetab.h), or NULL */
+    const double *qtab;     /* the same for DyISRU's q = 1/(x^2 + C) */
     bool with_y;            /* also sum y and y^2 (they do not depend on theta: once) */
+    double xtheta;          /* with xacc: also the plain sums of tanh(xtheta x) */
+    double *xacc[NC_SHARDS]; /* [3d] each: T, T^2, yT at xtheta; or NULL */
     double *acc[NC_SHARDS]; /* [CH_N * d] each */
     size_t used[NC_SHARDS]; /* tokens with an output */
 } chan_ctx;
@@ -100,13 +111,13 @@ typedef struct quad {
  * block), with T from the tile buffer Tb (row j of it for token k[j]) and
  * its first three theta-derivatives: for tanh (isru false), T1 = dT/dalpha
  * = x (1 - T^2), T2 = -2 x T T1, T3 = -2 x (T1^2 + T T2); for
- * T = x/sqrt(x^2 + C) (isru true), with q = 1/(x^2 + C), T1 = dT/dC =
- * -T q/2, T2 = 3/4 T q^2, T3 = -15/8 T q^3. With y = (x - c_t) inv_t: adds
- * T, T^2, yT and their first three derivatives to the sums in A (rows
- * CH_*, each [d]), and y and y^2 when with_y. theta is C (isru only). */
+ * T = x/sqrt(x^2 + C) (isru true), with q = 1/(x^2 + C) from the tile
+ * buffer Qb, T1 = dT/dC = -T q/2, T2 = 3/4 T q^2, T3 = -15/8 T q^3. With
+ * y = (x - c_t) inv_t: adds T, T^2, yT and their first three derivatives
+ * to the sums in A (rows CH_*, each [d]), and y and y^2 when with_y. */
 NC_VM_INLINE void chan_quad(double *A, size_t d, size_t i, const double *const *xr,
                             const double *c, const double *inv, size_t m, const double *Tb,
-                            size_t tb, bool with_y, bool isru, double theta)
+                            const double *Qb, size_t tb, bool with_y, bool isru)
 {
     const v4d one = {1, 1, 1, 1}, mtwo = {-2, -2, -2, -2};
     quad q = {V4(A + CH_T * d + i),   V4(A + CH_TT * d + i),  V4(A + CH_YT * d + i),
@@ -119,7 +130,7 @@ NC_VM_INLINE void chan_quad(double *A, size_t d, size_t i, const double *const *
         v4d y = (x - c[j]) * inv[j];
         v4d T1, T2, T3;
         if (isru) {
-            v4d w = one / (x * x + theta);
+            v4d w = V4(Qb + j * tb);
             T1 = -0.5 * T * w;
             T2 = 0.75 * T * w * w;
             T3 = -1.875 * T * w * w * w;
@@ -166,14 +177,21 @@ NC_VM_INLINE void chan_quad(double *A, size_t d, size_t i, const double *const *
 /* chan_quad for one channel i (the tile's last d mod 4 channels). */
 NC_VM_INLINE void chan_one(double *A, size_t d, size_t i, const double *const *xr,
                            const double *c, const double *inv, size_t m, const double *Tb,
-                           size_t tb, bool with_y, bool isru, double theta)
+                           const double *Qb, size_t tb, bool with_y, bool isru)
 {
     for (size_t j = 0; j < m; j++) {
         double x = xr[j][i], T = Tb[j * tb];
         double y = (x - c[j]) * inv[j];
+        A[CH_T * d + i] += T;
+        A[CH_TT * d + i] += T * T;
+        A[CH_YT * d + i] += y * T;
+        if (with_y) {
+            A[CH_Y * d + i] += y;
+            A[CH_YY * d + i] += y * y;
+        }
         double T1, T2, T3;
         if (isru) {
-            double w = 1.0 / (x * x + theta);
+            double w = Qb[j * tb];
             T1 = -0.5 * T * w;
             T2 = 0.75 * T * w * w;
             T3 = -1.875 * T * w * w * w;
@@ -182,9 +200,6 @@ NC_VM_INLINE void chan_one(double *A, size_t d, size_t i, const double *const *x
             T2 = -2.0 * x * T * T1;
             T3 = -2.0 * x * (T1 * T1 + T * T2);
         }
-        A[CH_T * d + i] += T;
-        A[CH_TT * d + i] += T * T;
-        A[CH_YT * d + i] += y * T;
         A[CH_T1 * d + i] += T1;
         A[CH_TT1 * d + i] += T * T1;
         A[CH_YT1 * d + i] += y * T1;
@@ -194,10 +209,6 @@ NC_VM_INLINE void chan_one(double *A, size_t d, size_t i, const double *const *x
         A[CH_T3 * d + i] += T3;
         A[CH_TT3 * d + i] += 3.0 * T1 * T2 + T * T3;
         A[CH_YT3 * d + i] += y * T3;
-        if (with_y) {
-            A[CH_Y * d + i] += y;
-            A[CH_YY * d + i] += y * y;
-        }
     }
 }
 
@@ -209,42 +220,80 @@ NC_VM_INLINE void chan_lookup(const double *restrict T, const uint16_t *restrict
         out[i] = T[code[i]];
 }
 
-/* t[i] = x[i] / sqrt(x[i]^2 + C) for i < n: nc_chan_g's DyISRU, vectorised. */
-NC_VM_INLINE void isru_run(double C, const double *restrict x, size_t n, double *restrict t)
+/* q[i] = isru_q(C, x[i]) and t[i] = x[i] sqrt(q[i]) for i < n: nc_chan_g's
+ * DyISRU, vectorised. */
+NC_VM_INLINE void isru_run(double C, const double *restrict x, size_t n, double *restrict t,
+                           double *restrict q)
 {
-    for (size_t i = 0; i < n; i++)
-        t[i] = x[i] / sqrt(x[i] * x[i] + C);
+    for (size_t i = 0; i < n; i++) {
+        q[i] = 1.0 / (x[i] * x[i] + C);
+        t[i] = x[i] * sqrt(q[i]);
+    }
+}
+
+/* The sums of T = tanh(xtheta x), T^2 and yT of a tile's m tokens into X
+ * (rows of [d]: T, T^2, yT), channels [i0, i0 + n), four channels at a
+ * time in registers as chan_quad. Tb: the tile buffer (overwritten). */
+NC_VM_INLINE void chan_extra(double *X, size_t d, size_t i0, size_t n, double xtheta,
+                             const double *const *xr, const double *c, const double *inv,
+                             size_t m, double *Tb)
+{
+    const size_t tb = CHANNEL_TILE;
+    for (size_t j = 0; j < m; j++)
+        nc_tanh_run(xtheta, xr[j] + i0, n, Tb + j * tb);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        double *P = X + i0 + i;
+        v4d sT = V4(P), sTT = V4(P + d), sYT = V4(P + 2 * d);
+        for (size_t j = 0; j < m; j++) {
+            v4d T = V4(Tb + j * tb + i), y = (V4(xr[j] + i0 + i) - c[j]) * inv[j];
+            sT += T;
+            sTT += T * T;
+            sYT += y * T;
+        }
+        V4(P) = sT;
+        V4(P + d) = sTT;
+        V4(P + 2 * d) = sYT;
+    }
+    for (; i < n; i++)
+        for (size_t j = 0; j < m; j++) {
+            double T = Tb[j * tb + i], y = (xr[j][i0 + i] - c[j]) * inv[j];
+            X[i0 + i] += T;
+            X[d + i0 + i] += T * T;
+            X[2 * d + i0 + i] += y * T;
+        }
 }
 
 /* The tile's sums for every run of four channels and the rest one by one:
- * four copies, so that with_y and isru are constants in each. */
+ * a copy for each combination of with_y and isru, so that they are
+ * constants in each. */
 NC_VM_INLINE void chan_tile(const chan_ctx *ctx, double *A, size_t d, size_t i0, size_t n,
                             const double *const *xr, const double *c, const double *inv,
-                            size_t m, const double *Tb)
+                            size_t m, const double *Tb, const double *Qb)
 {
     const bool isru = ctx->kind == NC_CHAN_ISRU;
-    const double th = ctx->theta;
+    const size_t tb = CHANNEL_TILE;
     size_t i = 0;
     if (ctx->with_y && isru)
         for (; i + 4 <= n; i += 4)
-            chan_quad(A, d, i0 + i, xr, c, inv, m, Tb + i, CHANNEL_TILE, true, true, th);
+            chan_quad(A, d, i0 + i, xr, c, inv, m, Tb + i, Qb + i, tb, true, true);
     else if (ctx->with_y)
         for (; i + 4 <= n; i += 4)
-            chan_quad(A, d, i0 + i, xr, c, inv, m, Tb + i, CHANNEL_TILE, true, false, th);
+            chan_quad(A, d, i0 + i, xr, c, inv, m, Tb + i, Qb + i, tb, true, false);
     else if (isru)
         for (; i + 4 <= n; i += 4)
-            chan_quad(A, d, i0 + i, xr, c, inv, m, Tb + i, CHANNEL_TILE, false, true, th);
+            chan_quad(A, d, i0 + i, xr, c, inv, m, Tb + i, Qb + i, tb, false, true);
     else
         for (; i + 4 <= n; i += 4)
-            chan_quad(A, d, i0 + i, xr, c, inv, m, Tb + i, CHANNEL_TILE, false, false, th);
+            chan_quad(A, d, i0 + i, xr, c, inv, m, Tb + i, Qb + i, tb, false, false);
     for (; i < n; i++)
-        chan_one(A, d, i0 + i, xr, c, inv, m, Tb + i, CHANNEL_TILE, ctx->with_y, isru, th);
+        chan_one(A, d, i0 + i, xr, c, inv, m, Tb + i, Qb + i, tb, ctx->with_y, isru);
 }
 
 /* Per channel, the sums over tokens of T, T^2, yT and of their first three
  * derivatives in theta and, on the first pass, of y and y^2: group by group
  * of the block's usable tokens, tile by tile of channels. scratch: the tile
- * buffer, [CHANNEL_GROUP * CHANNEL_TILE]. */
+ * buffers of T and (DyISRU) q, [2 * CHANNEL_GROUP * CHANNEL_TILE]. */
 NC_VMATH_CLONES static void chan_block(void *vctx, int shard, size_t t0, size_t nt,
                                        const double *rows, const uint16_t *codes, void *scratch)
 {
@@ -252,7 +301,7 @@ NC_VMATH_CLONES static void chan_block(void *vctx, int shard, size_t t0, size_t 
     run *r = ctx->r;
     const size_t d = r->d;
     const double theta = ctx->theta;
-    double *A = ctx->acc[shard], *Tb = scratch;
+    double *A = ctx->acc[shard], *Tb = scratch, *Qb = Tb + CHANNEL_GROUP * CHANNEL_TILE;
     size_t k[CHANNEL_GROUP];
     const double *xr[CHANNEL_GROUP];
     double c[CHANNEL_GROUP], inv[CHANNEL_GROUP];
@@ -271,14 +320,21 @@ NC_VMATH_CLONES static void chan_block(void *vctx, int shard, size_t t0, size_t 
         ctx->used[shard] += m;
         for (size_t i0 = 0; i0 < d; i0 += CHANNEL_TILE) {
             size_t n = d - i0 < CHANNEL_TILE ? d - i0 : CHANNEL_TILE;
-            for (size_t j = 0; j < m; j++)
-                if (ctx->ttab && codes)
-                    chan_lookup(ctx->ttab, codes + k[j] * d + i0, n, Tb + j * CHANNEL_TILE);
-                else if (ctx->kind == NC_CHAN_TANH)
-                    nc_tanh_run(theta, rows + k[j] * d + i0, n, Tb + j * CHANNEL_TILE);
-                else
-                    isru_run(theta, rows + k[j] * d + i0, n, Tb + j * CHANNEL_TILE);
-            chan_tile(ctx, A, d, i0, n, xr, c, inv, m, Tb);
+            for (size_t j = 0; j < m; j++) {
+                double *T = Tb + j * CHANNEL_TILE, *q = Qb + j * CHANNEL_TILE;
+                if (ctx->ttab && codes) {
+                    chan_lookup(ctx->ttab, codes + k[j] * d + i0, n, T);
+                    if (ctx->qtab)
+                        chan_lookup(ctx->qtab, codes + k[j] * d + i0, n, q);
+                } else if (ctx->kind == NC_CHAN_TANH) {
+                    nc_tanh_run(theta, rows + k[j] * d + i0, n, T);
+                } else {
+                    isru_run(theta, rows + k[j] * d + i0, n, T, q);
+                }
+            }
+            chan_tile(ctx, A, d, i0, n, xr, c, inv, m, Tb, Qb);
+            if (ctx->xacc[shard])
+                chan_extra(ctx->xacc[shard], d, i0, n, ctx->xtheta, xr, c, inv, m, Tb);
         }
     }
 }
@@ -352,31 +408,47 @@ static void chan_objective(const double *A, const double *ysum, const double *w,
 }
 
 /* What one per-channel iteration works with: the function, the channel
- * weights (or NULL), the 16-bit input's table (span NULL: none) and the
- * memory of the passes: mem [NC_SHARDS * CH_N * d], scratch [8d]. */
+ * weights (or NULL), the 16-bit input's tables (span NULL: none) and the
+ * memory of the passes: mem [NC_SHARDS * CH_N * d], scratch [10d]. */
 typedef struct chan_job {
     nc_chan_kind kind;
     const double *w;
+    /* a second theta whose plain tanh sums the next first pass over the
+     * tokens also makes (nc_chan_fit's xtheta): xmem [(NC_SHARDS + 1) * 3d],
+     * merged into its first 3d when xdone; used: the pass's usable tokens */
+    double xtheta, *xmem;
+    bool xwant, xdone;
+    size_t used;
     const nc_codetab_span *span;
-    double *ttab; /* [65536] when span */
+    double *ttab; /* [65536] when span: g by code, then (DyISRU) q by code */
     double *mem, *scratch;
 } chan_job;
 
 /* One pass over r's tokens at theta: the merged per-channel sums into
  * J->mem (and, on ctx's first pass, ysum[2d] and *used, the usable
  * tokens). */
-static int chan_pass(run *r, const chan_job *J, chan_ctx *ctx, double theta, double *ysum,
+static int chan_pass(run *r, chan_job *J, chan_ctx *ctx, double theta, double *ysum,
                      size_t *used, int *passes, nc_err *err)
 {
     const size_t d = r->d;
     ctx->theta = theta;
-    for (int h = 0; J->span && h < 2; h++) /* g of every code the layer can hold */
-        for (uint32_t c = J->span->lo[h]; c < J->span->hi[h]; c++)
+    for (int h = 0; J->span && h < 2; h++) /* g (and q) of every code the layer can hold */
+        for (uint32_t c = J->span->lo[h]; c < J->span->hi[h]; c++) {
             J->ttab[c] = nc_chan_g(J->kind, theta, J->span->x[c]);
+            if (J->kind == NC_CHAN_ISRU)
+                J->ttab[65536 + c] = isru_q(theta, J->span->x[c]);
+        }
     memset(J->mem, 0, (size_t)NC_SHARDS * CH_N * d * sizeof *J->mem);
     memset(ctx->used, 0, sizeof ctx->used);
+    const bool extra = J->xwant && !J->xdone && ctx->with_y;
+    for (int s = 0; s < NC_SHARDS; s++)
+        ctx->xacc[s] = extra ? J->xmem + (size_t)(s + 1) * 3 * d : NULL;
+    if (extra) {
+        ctx->xtheta = J->xtheta;
+        memset(J->xmem, 0, (size_t)(NC_SHARDS + 1) * 3 * d * sizeof *J->xmem);
+    }
     nc_progress_begin(r->spec->progress, r->spec->name, "per-channel", (uint64_t)(r->nt * d));
-    r->pass.scratch_bytes = CHANNEL_GROUP * CHANNEL_TILE * sizeof(double);
+    r->pass.scratch_bytes = 2 * CHANNEL_GROUP * CHANNEL_TILE * sizeof(double);
     r->pass.codes = J->span != NULL;
     int rc = nc_pass_run(&r->pass, chan_block, ctx, err);
     r->pass.codes = false;
@@ -386,11 +458,19 @@ static int chan_pass(run *r, const chan_job *J, chan_ctx *ctx, double theta, dou
     for (int s = 1; s < NC_SHARDS; s++)
         for (size_t k = 0; k < CH_N * d; k++)
             J->mem[k] += ctx->acc[s][k];
+    for (int s = 0; extra && s < NC_SHARDS; s++) /* shard 0 into a zeroed total first */
+        for (size_t k = 0; k < 3 * d; k++)
+            J->xmem[k] += ctx->xacc[s][k];
+    if (extra) {
+        memcpy(J->scratch + 8 * d, J->mem + CH_Y * d, 2 * d * sizeof *J->mem);
+        J->xdone = true;
+    }
     if (ctx->with_y) { /* the first pass: keep the sums of y, y^2 and the count */
         memcpy(ysum, J->mem + CH_Y * d, 2 * d * sizeof *J->mem);
         *used = 0;
         for (int s = 0; s < NC_SHARDS; s++)
             *used += ctx->used[s];
+        J->used = *used;
         ctx->with_y = false;
     }
     return 0;
@@ -412,7 +492,7 @@ static int chan_pass(run *r, const chan_job *J, chan_ctx *ctx, double theta, dou
  * of step^3 (about 1e-12 relative for finish = 1e-4), and one pass over the
  * data is saved. With max_passes = 1 and tol = finish = 0 it is one pass at
  * the start: gamma_i, beta_i of that theta. */
-static int newton_channel(run *r, const chan_job *J, double tol, double finish, int max_passes,
+static int newton_channel(run *r, chan_job *J, double tol, double finish, int max_passes,
                           double *u, double *pc, double *S_out, bool *done, int *passes,
                           nc_err *err)
 {
@@ -420,7 +500,9 @@ static int newton_channel(run *r, const chan_job *J, double tol, double finish, 
     double *ysum = J->scratch, *dz = J->scratch + 2 * d, *dz2 = J->scratch + 4 * d;
     double *pc_acc = J->scratch + 6 * d; /* gamma_i, beta_i of the last accepted point */
     bool accepted = false;
-    chan_ctx ctx = {.r = r, .kind = J->kind, .with_y = true, .ttab = J->span ? J->ttab : NULL};
+    chan_ctx ctx = {.r = r, .kind = J->kind, .with_y = true,
+                    .ttab = J->span ? J->ttab : NULL,
+                    .qtab = J->span && J->kind == NC_CHAN_ISRU ? J->ttab + 65536 : NULL};
     for (int s = 0; s < NC_SHARDS; s++)
         ctx.acc[s] = J->mem + (size_t)s * CH_N * d;
     double u_prev = *u, S_prev = INFINITY, step = 0;
@@ -501,6 +583,7 @@ typedef struct chan_mem {
 
 static void job_free(chan_mem *M)
 {
+    free(M->J.xmem);
     nc_codetab_span_free(&M->span);
     free(M->J.ttab);
     nc_big_free(M->J.mem, M->mem_bytes);
@@ -518,14 +601,14 @@ static int job_alloc(run *r, nc_chan_kind kind, const double *w, double amax, si
     memset(M, 0, sizeof *M);
     M->J.kind = kind;
     M->J.w = w;
-    M->mem_bytes = ((size_t)NC_SHARDS * CH_N + 8) * d * sizeof(double);
+    M->mem_bytes = ((size_t)NC_SHARDS * CH_N + 10) * d * sizeof(double);
     if (!(M->J.mem = nc_big_alloc(M->mem_bytes)))
         return nc_err_set(err, NC_ENOMEM, "%s: out of memory for the per-channel fit",
                           r->spec->name);
     M->J.scratch = M->J.mem + (size_t)NC_SHARDS * CH_N * d;
     if (nc_codetab_wanted(r->spec->x->dtype, points)) { /* 16-bit input: g by code */
         if (nc_codetab_span_make(r->spec->x->dtype, amax, &M->span) ||
-            !(M->J.ttab = malloc(65536 * sizeof *M->J.ttab)))
+            !(M->J.ttab = malloc(2 * 65536 * sizeof *M->J.ttab)))
             return nc_err_set(err, NC_ENOMEM, "%s: out of memory for the per-channel fit",
                               r->spec->name);
         M->J.span = &M->span;
@@ -566,8 +649,24 @@ static int job_sample(run *r, chan_mem *M, bool *sampled, nc_err *err)
     return 0;
 }
 
+/* gamma_i, beta_i at J's second theta into xpc[2d] and the unweighted
+ * objective there into *xS, from the sums of its pass (J->mem is free). */
+static void extra_solve(run *r, chan_job *J, double *xpc, double *xS)
+{
+    const size_t d = r->d;
+    double S[4];
+    memset(J->mem, 0, (size_t)CH_N * d * sizeof *J->mem);
+    memcpy(J->mem + CH_T * d, J->xmem, d * sizeof *J->mem);
+    memcpy(J->mem + CH_TT * d, J->xmem + d, d * sizeof *J->mem);
+    memcpy(J->mem + CH_YT * d, J->xmem + 2 * d, d * sizeof *J->mem);
+    chan_objective(J->mem, J->scratch + 8 * d, NULL, d, (double)J->used, xpc, xpc + d,
+                   J->scratch + 2 * d, J->scratch + 4 * d, S);
+    *xS = S[0];
+}
+
 int nc_chan_fit(run *r, nc_chan_kind kind, const double *w, double theta0, double amax,
-                size_t points, nc_fit_result *fr, int *passes, nc_err *err)
+                size_t points, double xtheta, double *xpc, double *xS, nc_fit_result *fr,
+                int *passes, nc_err *err)
 {
     const size_t d = r->d;
     chan_mem M = {0};
@@ -582,10 +681,18 @@ int nc_chan_fit(run *r, nc_chan_kind kind, const double *w, double theta0, doubl
     if (!rc && !(rc = job_sample(r, &M, &sampled, err)) && sampled)
         rc = newton_channel(&M.sub, &M.J, CHANNEL_SAMPLE_TOL, 0.0, CHANNEL_MAX_PASSES, &u, pc,
                             &S, &done, passes, err);
-    /* stage 2: all tokens, to full precision */
+    /* stage 2: all tokens, to full precision; its first pass also sums
+     * tanh(xtheta x) when asked */
+    if (!rc && xpc && !(M.J.xmem = malloc((size_t)(NC_SHARDS + 1) * 3 * d * sizeof *M.J.xmem)))
+        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory for the per-channel fit",
+                        r->spec->name);
+    M.J.xwant = xpc != NULL;
+    M.J.xtheta = xtheta;
     if (!rc)
         rc = newton_channel(r, &M.J, CHANNEL_TOL, CHANNEL_FINISH, CHANNEL_MAX_PASSES, &u, pc, &S,
                             &done, passes, err);
+    if (!rc && xpc)
+        extra_solve(r, &M.J, xpc, xS);
     if (!rc) {
         fr->params.p[0] = exp(u);
         fr->params.pc = pc;
@@ -603,21 +710,9 @@ int nc_chan_fit(run *r, nc_chan_kind kind, const double *w, double theta0, doubl
     return rc;
 }
 
-int nc_chan_at(run *r, nc_chan_kind kind, double theta, double amax, size_t points, double *pc,
-               double *S, int *passes, nc_err *err)
-{
-    chan_mem M = {0};
-    int rc = job_alloc(r, kind, NULL, amax, points, &M, err);
-    double u = log(theta);
-    bool done;
-    if (!rc)
-        rc = newton_channel(r, &M.J, 0.0, 0.0, 1, &u, pc, S, &done, passes, err);
-    job_free(&M);
-    return rc;
-}
-
 int nc_layer_fit_channel(run *r, double alpha0, double amax, size_t points, nc_fit_result *fr,
                          int *passes, nc_err *err)
 {
-    return nc_chan_fit(r, NC_CHAN_TANH, NULL, alpha0, amax, points, fr, passes, err);
+    return nc_chan_fit(r, NC_CHAN_TANH, NULL, alpha0, amax, points, 0.0, NULL, NULL, fr, passes,
+                       err);
 }

@@ -66,19 +66,16 @@ double nc_chan_g(nc_chan_kind kind, double theta, double x);
  * (w[d] the channel weights, or NULL: all 1); fills fr (params.p[0] =
  * theta, params.pc = gamma_i then beta_i [2d] owned by fr afterwards,
  * objective, iterations = passes made, converged, status) and adds the
- * passes made to *passes. amax (the largest finite |x|) and points (the
- * layer's) decide whether a 16-bit input's g is looked up by code
+ * passes made to *passes. With xpc, the first pass over all tokens also
+ * sums tanh(xtheta x) (no extra pass): gamma_i, beta_i of DyT at that
+ * fixed alpha into xpc[2d] (gamma_i, then beta_i) and its unweighted
+ * objective sum_i SSE_i into *xS. amax (the largest finite |x|) and points
+ * (the layer's) decide whether a 16-bit input's g is looked up by code
  * (codetab.h). A fit that does not converge is a status in fr, not an
  * error; errors: NC_ENOMEM and those of nc_pass_run. */
 int nc_chan_fit(run *r, nc_chan_kind kind, const double *w, double theta0, double amax,
-                size_t points, nc_fit_result *fr, int *passes, nc_err *err);
-
-/* channel.c: one pass at a fixed theta: gamma_i, beta_i by least squares
- * per channel into pc[2d] (gamma_i, then beta_i) and the unweighted
- * objective sum_i SSE_i into *S (from the pass's sums); adds one to
- * *passes. Errors as nc_chan_fit. */
-int nc_chan_at(run *r, nc_chan_kind kind, double theta, double amax, size_t points, double *pc,
-               double *S, int *passes, nc_err *err);
+                size_t points, double xtheta, double *xpc, double *xS, nc_fit_result *fr,
+                int *passes, nc_err *err);
 
 /* channel.c: DyT with per-channel gamma_i, beta_i by exact Halley passes
  * over r's tokens, starting from alpha0 (the pooled DyT fit's alpha); fills

@@ -99,6 +99,17 @@ void cli_print_fit_summary(const struct nc_plan *plan);
  * (plan->run); nothing without a run summary. */
 void cli_print_run_summary(const struct nc_plan *plan);
 
+/* The drop-in parameter files (cli/dropin.c; docs/dropin.md) of a finished
+ * plan into set when the config asks for them, their names appended to
+ * names[*n] (at most cap, strdup'd). Returns 0 or the error. */
+int cli_write_dropin(const struct nc_plan *plan, struct nc_outset *set, char **names,
+                     size_t *n, size_t cap, nc_err *err);
+
+/* The drop-in block on stdout (after the verdicts): per layer its role,
+ * depth, each surrogate's parameter and RMSEs; for two or more layers the
+ * run-level alpha by role. Nothing when no layer has drop-in parameters. */
+void cli_print_dropin(const struct nc_plan *plan);
+
 /* The real-output check's lines on stderr: detections (not when quiet)
  * and warnings (always). */
 void cli_print_checks(const struct nc_plan *plan, bool quiet);

@@ -292,6 +292,8 @@ static int write_outputs(const nc_config *cfg, const nc_plan *plan, const char *
         rc = write_figures(cfg, plan, command, quiet, o, err);
     if (!rc && cfg->sweep.enabled)
         rc = write_sweeps(cfg, plan, command, o, err);
+    if (!rc) /* docs/dropin.md */
+        rc = cli_write_dropin(plan, o->set, o->names, &o->n, MAX_OUTPUT_FILES, err);
     if (!rc) {
         add_name(o, "index.html");
         rc = nc_report_json(plan, command, (const char *const *)o->names, o->n, &json, err);
@@ -332,6 +334,7 @@ static void print_tables(const nc_config *cfg, const nc_plan *plan)
         printf("\n");
         cli_print_run_summary(plan);
     }
+    cli_print_dropin(plan);
 }
 
 /* Whether name ends in "<sep><suffix>" for sep '.' or '_'. */

@@ -55,6 +55,7 @@ int nc_config_alloc(const char *source, nc_config **out, nc_err *err)
     cfg->amp_derf.rule = NC_AMP_FREE;
     cfg->seed = 1;
     cfg->jacobian.enabled = true;
+    cfg->dropin.enabled = true;
     cfg->sweep.gamma = (nc_amp){NC_AMP_VALUE, 1.0};
     cfg->sweep.scale = (nc_amp){NC_AMP_AUTO, 0};
     cfg->sweep.figure = cfg->sweep.csv = true;
@@ -71,6 +72,36 @@ int nc_config_add_layer(nc_config *cfg, nc_config_layer **layer, nc_err *err)
     cfg->layers = grown;
     *layer = &cfg->layers[cfg->nlayers++];
     memset(*layer, 0, sizeof **layer);
+    return 0;
+}
+
+int nc_config_add_role(nc_config *cfg, size_t at, const char *regex, const char *role,
+                       const char *origin, nc_err *err)
+{
+    struct nc_config_dropin *D = &cfg->dropin;
+    size_t n = D->nroles + 1;
+    char **rx = realloc(D->role_regex, n * sizeof *rx);
+    if (rx)
+        D->role_regex = rx;
+    char **nm = rx ? realloc(D->role_name, n * sizeof *nm) : NULL;
+    if (nm)
+        D->role_name = nm;
+    const char **og = nm ? realloc(D->role_origin, n * sizeof *og) : NULL;
+    if (og)
+        D->role_origin = og;
+    char *r = og ? strdup(regex) : NULL, *m = r ? strdup(role) : NULL;
+    if (!m) {
+        free(r);
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    }
+    at = at < D->nroles ? at : D->nroles;
+    memmove(rx + at + 1, rx + at, (D->nroles - at) * sizeof *rx);
+    memmove(nm + at + 1, nm + at, (D->nroles - at) * sizeof *nm);
+    memmove(og + at + 1, og + at, (D->nroles - at) * sizeof *og);
+    rx[at] = r;
+    nm[at] = m;
+    og[at] = origin;
+    D->nroles = n;
     return 0;
 }
 
@@ -109,6 +140,13 @@ void nc_config_free(nc_config *cfg)
         free(l->synth_preset);
     }
     free(cfg->layers);
+    for (size_t k = 0; k < cfg->dropin.nroles; k++) {
+        free(cfg->dropin.role_regex[k]);
+        free(cfg->dropin.role_name[k]);
+    }
+    free(cfg->dropin.role_regex);
+    free(cfg->dropin.role_name);
+    free(cfg->dropin.role_origin);
     free(cfg->source);
     free(cfg->name);
     free(cfg->output);
@@ -351,7 +389,7 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
     static const char *const keys[] = {"name", "output", "norm", "eps", "fits", "amplitude",
                                        "bins", "max_exact_points", "sample_tokens", "seed",
                                        "threads", "jacobian", "figures", "sweep", "layers",
-                                       NULL};
+                                       "dropin", "alpha0", "roles", NULL};
     if (!cJSON_IsObject(root))
         return nc_err_set(w->err, NC_EINVAL, "%s: expected a JSON object at the top level",
                           w->file);
@@ -380,6 +418,8 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
         return rc;
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "sweep")) &&
         (rc = nc_config_parse_sweep(w, v, cfg)))
+        return rc;
+    if ((rc = nc_config_parse_dropin(w, root, cfg)))
         return rc;
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "figures"))) {
         if (!cJSON_IsArray(v))

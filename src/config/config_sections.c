@@ -366,3 +366,61 @@ int nc_config_parse_sweep(walker *w, const cJSON *obj, nc_config *cfg)
         rc = format_list(w, v, "sweep.format", &sw->formats);
     return rc;
 }
+
+/* "alpha0": a number, or [attention-input norm, other norms]. */
+static int parse_alpha0(walker *w, const cJSON *v, nc_config *cfg)
+{
+    const char *what = "a number in [1e-06, 1e+06], or [attention-input norm, other norms] "
+                       "(two such numbers)";
+    double a[2] = {NAN, NAN};
+    int n = 0;
+    if (cJSON_IsNumber(v)) {
+        a[n++] = v->valuedouble;
+    } else if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 2) {
+        for (const cJSON *e = v->child; e; e = e->next)
+            a[n++] = cJSON_IsNumber(e) ? e->valuedouble : NAN;
+    } else {
+        return bad(w, "alpha0", what);
+    }
+    for (int k = 0; k < n; k++)
+        if (!(a[k] >= 1e-6 && a[k] <= 1e6))
+            return bad(w, "alpha0", what);
+    cfg->dropin.alpha0 = (nc_alpha0_opt){n, a[0], n == 2 ? a[1] : a[0], "config alpha0"};
+    return 0;
+}
+
+/* "roles": {"REGEX": "NAME", ...}, appended in order. */
+static int parse_roles(walker *w, const cJSON *v, nc_config *cfg)
+{
+    if (!cJSON_IsObject(v))
+        return bad(w, "roles", "an object {\"REGEX\": \"role name\", ...}");
+    for (const cJSON *e = v->child; e; e = e->next) {
+        char p[PATH_MAX_LEN], why[160];
+        snprintf(p, sizeof p, "roles[\"%s\"]", e->string);
+        if (!nc_role_regex_ok(e->string, why, sizeof why)) {
+            char what[240];
+            snprintf(what, sizeof what, "a POSIX extended regular expression as the key "
+                     "(regcomp: %s)", why);
+            return bad(w, p, what);
+        }
+        if (!cJSON_IsString(e) || !nc_role_name_ok(e->valuestring))
+            return bad(w, p, "a role name: 1 to 47 letters, digits, '_', '.' or '-' "
+                             "(attn_norm, mlp_norm, final_norm, ...)");
+        int rc = nc_config_add_role(cfg, cfg->dropin.nroles, e->string, e->valuestring,
+                                    "config roles", w->err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int nc_config_parse_dropin(walker *w, const cJSON *root, nc_config *cfg)
+{
+    int rc = nc_config_get_bool(w, root, "dropin", "", &cfg->dropin.enabled);
+    const cJSON *v;
+    if (!rc && (v = cJSON_GetObjectItemCaseSensitive(root, "alpha0")))
+        rc = parse_alpha0(w, v, cfg);
+    if (!rc && (v = cJSON_GetObjectItemCaseSensitive(root, "roles")))
+        rc = parse_roles(w, v, cfg);
+    return rc;
+}
