@@ -309,7 +309,7 @@ static int paper_row(size_t d)
 nc_alpha0 nc_alpha0_for(const nc_role_info *ri, nc_norm_kind norm, size_t d,
                         const nc_alpha0_opt *opt)
 {
-    nc_alpha0 a = {0};
+    nc_alpha0 a = {.origin = opt && opt->n ? opt->origin : "DyT paper"};
     const bool attn = strcmp(ri->role, "attn_norm") == 0;
     if (opt && opt->n == 1) {
         a.value = opt->attn;

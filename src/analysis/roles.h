@@ -95,6 +95,7 @@ typedef struct nc_alpha0 {
     double value;
     bool llm;           /* classed as a LLaMA-style LLM (RMSNorm, or a LLaMA-family name) */
     bool extrapolated;  /* an LLM width the paper does not list: the nearest listed one */
+    const char *origin; /* "DyT paper", or the override's origin (static or borrowed) */
     char rule[300];
 } nc_alpha0;
 

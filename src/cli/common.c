@@ -334,7 +334,8 @@ static void print_tables(const nc_config *cfg, const nc_plan *plan)
         printf("\n");
         cli_print_run_summary(plan);
     }
-    cli_print_dropin(plan);
+    if (!cli_summary_jacobian_only)
+        cli_print_dropin(plan);
 }
 
 /* Whether name ends in "<sep><suffix>" for sep '.' or '_'. */

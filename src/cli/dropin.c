@@ -112,12 +112,15 @@ static void print_roles(const nc_plan *plan)
         else
             printf("  median alpha %.4g, range %.4g (%s) .. %.4g (%s)", R->median, R->min,
                    L[R->min_layer].name, R->max, L[R->max_layer].name);
-        if (isfinite(R->alpha0))
+        const char *rule = R->alpha0_rule ? R->alpha0_rule : "";
+        if (!isfinite(R->alpha0))
+            printf("; alpha0 differs between its layers\n");
+        else if (strncmp(rule, "DyT paper", 9) == 0)
             printf("; paper alpha0 %.3g%s\n", R->alpha0,
-                   R->alpha0_rule && strstr(R->alpha0_rule, "extrapolated") ? " (extrapolated)"
-                                                                            : "");
+                   strstr(rule, "extrapolated") ? " (extrapolated)" : "");
         else
-            printf("; paper alpha0 differs between its layers\n");
+            printf("; alpha0 %.3g (%s)\n", R->alpha0,
+                   strncmp(rule, "config", 6) == 0 ? "config alpha0" : "--alpha0");
     }
 }
 

@@ -389,6 +389,36 @@ static int parse_alpha0(walker *w, const cJSON *v, nc_config *cfg)
     return 0;
 }
 
+int nc_config_add_role(nc_config *cfg, size_t at, const char *regex, const char *role,
+                       const char *origin, nc_err *err)
+{
+    struct nc_config_dropin *D = &cfg->dropin;
+    size_t n = D->nroles + 1;
+    char **rx = realloc(D->role_regex, n * sizeof *rx);
+    if (rx)
+        D->role_regex = rx;
+    char **nm = rx ? realloc(D->role_name, n * sizeof *nm) : NULL;
+    if (nm)
+        D->role_name = nm;
+    const char **og = nm ? realloc(D->role_origin, n * sizeof *og) : NULL;
+    if (og)
+        D->role_origin = og;
+    char *r = og ? strdup(regex) : NULL, *m = r ? strdup(role) : NULL;
+    if (!m) {
+        free(r);
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    }
+    at = at < D->nroles ? at : D->nroles;
+    memmove(rx + at + 1, rx + at, (D->nroles - at) * sizeof *rx);
+    memmove(nm + at + 1, nm + at, (D->nroles - at) * sizeof *nm);
+    memmove(og + at + 1, og + at, (D->nroles - at) * sizeof *og);
+    rx[at] = r;
+    nm[at] = m;
+    og[at] = origin;
+    D->nroles = n;
+    return 0;
+}
+
 /* "roles": {"REGEX": "NAME", ...}, appended in order. */
 static int parse_roles(walker *w, const cJSON *v, nc_config *cfg)
 {

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "io/safetensors.h"
+#include "util/utf8.h"
 
 const char *nc_dropin_file(nc_dropin_kind k)
 {
@@ -33,6 +34,30 @@ static const char *affine_text(const nc_dropin *dr)
     return dr->has_weight || dr->has_bias ? "companions" : "none: weight 1, bias 0";
 }
 
+/* A malloc'd copy of s in which every byte outside a well-formed UTF-8
+ * sequence is the four characters \xNN: the layer name as report.json
+ * shows it (a file name cannot be refused; safetensors names must be
+ * UTF-8). NULL when out of memory. */
+static char *escaped(const char *s)
+{
+    size_t n = strlen(s), o = 0, bad;
+    char *out = malloc(4 * n + 1);
+    for (size_t i = 0; out && i < n;) {
+        if (nc_utf8_valid(s + i, n - i, &bad)) {
+            memcpy(out + o, s + i, n - i);
+            o += n - i;
+            break;
+        }
+        memcpy(out + o, s + i, bad);
+        o += bad;
+        o += (size_t)snprintf(out + o, 5, "\\x%02x", (unsigned char)s[i + bad]);
+        i += bad + 1;
+    }
+    if (out)
+        out[o] = '\0';
+    return out;
+}
+
 /* The shortest %.15g .. %.17g text of v that reads back as v. */
 static void exact_text(double v, char *buf, size_t cap)
 {
@@ -45,19 +70,37 @@ static void exact_text(double v, char *buf, size_t cap)
 
 /* ------------------------------------------------------- layers[] JSON */
 
+void nc_report_add_dropin_config(builder *b, cJSON *config, const nc_config *cfg)
+{
+    const struct nc_config_dropin *D = &cfg->dropin;
+    cJSON *o = obj(b, config, "dropin");
+    boolean(b, o, "enabled", D->enabled);
+    if (D->alpha0.n == 0) {
+        str(b, o, "alpha0", "DyT paper");
+    } else if (D->alpha0.n == 1) {
+        num(b, o, "alpha0", D->alpha0.attn);
+    } else {
+        const double a[2] = {D->alpha0.attn, D->alpha0.other};
+        num_array(b, o, "alpha0", a, 2);
+    }
+    if (D->alpha0.n)
+        str(b, o, "alpha0_origin", D->alpha0.origin);
+    cJSON *roles = arr(b, o, "roles");
+    for (size_t k = 0; roles && k < D->nroles; k++) {
+        cJSON *r = obj(b, roles, NULL);
+        str(b, r, "regex", D->role_regex[k]);
+        str(b, r, "role", D->role_name[k]);
+        str(b, r, "origin", D->role_origin[k]);
+    }
+}
+
 void nc_report_add_role(builder *b, cJSON *lo, const nc_plan_layer *pl)
 {
     const nc_role_info *ri = &pl->role;
     str(b, lo, "role", ri->role);
     str(b, lo, "role_source", ri->source);
-    if (ri->has_depth) {
+    if (ri->has_depth) /* else absent: the name has no block index */
         num(b, lo, "depth", (double)ri->depth);
-        return;
-    }
-    if (lo && !cJSON_AddNullToObject(lo, "depth"))
-        b->ok = false;
-    str(b, lo, "depth_status", "no block index in the name (a dot-separated component of "
-                               "digits, as in blocks.3.norm1)");
 }
 
 /* One surrogate of a layer's "dropin" block. */
@@ -116,9 +159,10 @@ void nc_report_add_dropin(builder *b, cJSON *lo, const nc_plan_layer *pl)
                                           : "none: the weight is one value in every channel "
                                             "(the same minimum as unweighted)");
     num(b, o, "points", (double)dr->points);
-    num(b, o, "passes", dr->passes);
-    num(b, o, "time_s", dr->time_s);
     str(b, o, "status", dr->done ? "ok" : dr->status);
+    cJSON *t = obj(b, o, "timing");
+    num(b, t, "passes", dr->passes);
+    num(b, t, "time_s", dr->time_s);
     for (int k = 0; k < NC_DROPIN_COUNT; k++)
         add_dropin_fit(b, o, dr, (nc_dropin_kind)k);
 }
@@ -145,16 +189,15 @@ void nc_report_add_alpha_roles(builder *b, cJSON *run, const nc_role_layer *L,
         str(b, ro, "norm", nc_norm_name(g->norm));
         str(b, ro, "role", R->role);
         num(b, ro, "layers", (double)R->nlayers);
-        cJSON *names = arr(b, ro, "names"), *dep = arr(b, ro, "depths"),
-              *al = arr(b, ro, "alphas");
-        for (size_t j = 0; names && dep && al && j < R->nlayers; j++) {
+        cJSON *per = arr(b, ro, "by_layer");
+        for (size_t j = 0; per && j < R->nlayers; j++) {
             const nc_role_layer *l = &L[R->layer[j]];
-            cJSON *n = cJSON_CreateString(l->name);
-            cJSON *dv = l->has_depth ? number(l->depth) : cJSON_CreateNull();
-            cJSON *av = number(l->alpha);
-            if (!cJSON_AddItemToArray(names, n) || !cJSON_AddItemToArray(dep, dv) ||
-                !cJSON_AddItemToArray(al, av))
-                b->ok = false;
+            cJSON *e = obj(b, per, NULL);
+            str(b, e, "name", l->name);
+            if (l->has_depth)
+                num(b, e, "depth", l->depth);
+            num(b, e, "alpha", l->alpha);
+            ensure_status(b, e, "no fitted alpha (layers[].dropin says why)");
         }
         num(b, ro, "fitted", (double)R->nalpha);
         num(b, ro, "median", R->median);
@@ -333,8 +376,8 @@ int nc_report_dropin_file(const nc_plan *plan, nc_dropin_kind k, nc_membuf *out,
     }
     rec *R = calloc(n + 1, sizeof *R);
     unsigned char *buf = malloc(bytes + 1);
-    char(*txt)[2][40] = calloc(n + 1, sizeof *txt);
-    int rc = R && buf && txt ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory");
+    char(*txt)[2][40] = calloc(n + 1, sizeof *txt), **names = calloc(n + 1, sizeof *names);
+    int rc = R && buf && txt && names ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory");
     size_t j = 0, at = 0;
     for (size_t l = 0; l < plan->nlayers && !rc; l++) {
         const nc_plan_layer *pl = &plan->layers[l];
@@ -343,7 +386,10 @@ int nc_report_dropin_file(const nc_plan *plan, nc_dropin_kind k, nc_membuf *out,
         if (!(pl->done && pl->has_dropin && dr->done && F->ok))
             continue;
         rec *r = &R[j];
-        r->name = pl->name;
+        if (!(r->name = names[j] = escaped(pl->name))) {
+            rc = nc_err_set(err, NC_ENOMEM, "out of memory");
+            break;
+        }
         r->d = dr->d;
         r->param = buf + at;
         put_f32(buf + at, F->param32);
@@ -365,6 +411,9 @@ int nc_report_dropin_file(const nc_plan *plan, nc_dropin_kind k, nc_membuf *out,
     }
     if (!rc)
         rc = write_records(R, n, k, out, err);
+    for (size_t l = 0; names && l < n; l++)
+        free(names[l]);
+    free(names);
     free(txt);
     free(buf);
     free(R);

@@ -89,6 +89,7 @@ static void add_config(builder *b, cJSON *root, const nc_plan *plan)
                                   "layers[].jacobian");
     }
     num(b, jac, "seed", (double)(cfg->jacobian.has_seed ? cfg->jacobian.seed : cfg->seed));
+    nc_report_add_dropin_config(b, c, cfg); /* docs/dropin.md */
     cJSON *layers = arr(b, c, "layers");
     for (size_t k = 0; layers && k < cfg->nlayers; k++) {
         const nc_config_layer *l = &cfg->layers[k];

@@ -115,9 +115,11 @@ static inline void num_array(builder *b, cJSON *o, const char *key, const double
 void nc_report_add_run(builder *b, cJSON *parent, const nc_layer_summary *L,
                        const nc_run_summary *R);
 
-/* dropin_out.c: a layer's "role", "role_source" and "depth" (at its top
- * level), its "dropin" block (when computed), and the run-level
- * "alpha_by_role" block of layers L under run (docs/dropin.md). */
+/* dropin_out.c: the config's "dropin" block (enabled, alpha0, roles), a
+ * layer's "role", "role_source" and "depth" (at its top level), its
+ * "dropin" block (when computed), and the run-level "alpha_by_role" block
+ * of layers L under run (docs/dropin.md). */
+void nc_report_add_dropin_config(builder *b, cJSON *config, const nc_config *cfg);
 void nc_report_add_role(builder *b, cJSON *lo, const nc_plan_layer *pl);
 void nc_report_add_dropin(builder *b, cJSON *lo, const nc_plan_layer *pl);
 void nc_report_add_alpha_roles(builder *b, cJSON *run, const nc_role_layer *L,
