@@ -286,7 +286,8 @@ static int fit_one(run *r, const nc_layer_result *res, nc_chan_kind kind, const 
     int rc = nc_chan_fit(r, kind, w2, theta0, amax, res->points, a0, xpc, &xS, &fr,
                          &out->passes, err);
     if (!rc) {
-        F->objective = fr.objective;
+        /* unweighted for a weight of one value c: sum_i c^2 SSE_i = c^2 S */
+        F->objective = (w2 || !r->weight ? 1.0 : r->weight[0] * r->weight[0]) * fr.objective;
         F->iterations = fr.iterations;
         F->converged = fr.converged;
         snprintf(F->status, sizeof F->status, "%s", fr.status);

@@ -306,20 +306,33 @@ static int paper_row(size_t d)
     return best;
 }
 
+/* The shortest %.15g .. %.17g text of v that reads back as v. */
+static const char *exact(double v, char buf[32])
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, 32, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    return buf;
+}
+
 nc_alpha0 nc_alpha0_for(const nc_role_info *ri, nc_norm_kind norm, size_t d,
                         const nc_alpha0_opt *opt)
 {
     nc_alpha0 a = {.origin = opt && opt->n ? opt->origin : "DyT paper"};
     const bool attn = strcmp(ri->role, "attn_norm") == 0;
+    char v1[32], v2[32];
     if (opt && opt->n == 1) {
         a.value = opt->attn;
-        snprintf(a.rule, sizeof a.rule, "%s %.17g: every layer (the DyT paper's rules not used)",
-                 opt->origin, opt->attn);
+        snprintf(a.rule, sizeof a.rule, "%s %s: every layer (the DyT paper's rules not used)",
+                 opt->origin, exact(opt->attn, v1));
         return a;
     }
     if (opt && opt->n == 2) {
         a.value = attn ? opt->attn : opt->other;
-        snprintf(a.rule, sizeof a.rule, "%s %.17g,%.17g: %s", opt->origin, opt->attn, opt->other,
+        snprintf(a.rule, sizeof a.rule, "%s %s,%s: %s", opt->origin, exact(opt->attn, v1),
+                 exact(opt->other, v2),
                  attn ? "the attention-input norm's value" : "the value of the other norms");
         return a;
     }
