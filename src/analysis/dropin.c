@@ -399,9 +399,14 @@ int nc_dropin_run(const nc_dropin_spec *spec, const nc_layer_result *res, nc_dro
             return 0;
         }
     }
-    if (!rc && !(rc = fit_dyt(&r, res, r.weight ? w2 : NULL, out->weighted, out, err)) &&
-        !(rc = fit_dyisru(&r, res, w2, out->weighted, out, err)))
+    double t1 = nc_now_s();
+    if (!rc && !(rc = fit_dyt(&r, res, r.weight ? w2 : NULL, out->weighted, out, err)))
+        rc = fit_dyisru(&r, res, w2, out->weighted, out, err);
+    double t2 = nc_now_s();
+    if (!rc)
         rc = rmse_pass(&r, spec, res, out, err);
+    out->fits_s = t2 - t1;
+    out->rmse_s = nc_now_s() - t2;
     nc_progress_end(spec->progress);
     free(ab);
     if (rc) {

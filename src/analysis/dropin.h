@@ -78,7 +78,8 @@ typedef struct nc_dropin {
     nc_alpha0 alpha0;          /* the alpha0 used and its rule */
     nc_dropin_fit fit[NC_DROPIN_COUNT];
     int passes;                /* passes over the input */
-    double time_s;
+    double fits_s, rmse_s;     /* wall seconds of the fits and of the RMSE pass */
+    double time_s;             /* of the whole stage */
 } nc_dropin;
 
 typedef struct nc_dropin_spec {

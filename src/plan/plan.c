@@ -683,7 +683,7 @@ static int run_dropin(const nc_config *cfg, nc_plan_layer *l, nc_progress *progr
     nc_dropin_spec ds = {.name = l->name, .x = l->x, .y_real = l->comp[NC_COMP_OUTPUT],
                          .weight = l->comp[NC_COMP_WEIGHT], .bias = l->comp[NC_COMP_BIAS],
                          .threads = cfg->threads, .progress = progress};
-    ds.alpha0 = nc_alpha0_for(&l->role, l->norm, l->result.d, &cfg->dropin.alpha0);
+    ds.alpha0 = nc_alpha0_for(&l->role, l->result.norm, l->result.d, &cfg->dropin.alpha0);
     int rc = nc_dropin_run(&ds, &l->result, &l->dropin, err);
     if (!rc)
         l->has_dropin = true;

@@ -162,6 +162,8 @@ void nc_report_add_dropin(builder *b, cJSON *lo, const nc_plan_layer *pl)
     str(b, o, "status", dr->done ? "ok" : dr->status);
     cJSON *t = obj(b, o, "timing");
     num(b, t, "passes", dr->passes);
+    num(b, t, "fits_s", dr->fits_s);
+    num(b, t, "rmse_s", dr->rmse_s);
     num(b, t, "time_s", dr->time_s);
     for (int k = 0; k < NC_DROPIN_COUNT; k++)
         add_dropin_fit(b, o, dr, (nc_dropin_kind)k);
