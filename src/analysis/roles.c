@@ -113,12 +113,56 @@ bool nc_role_name_ok(const char *name)
     return true;
 }
 
+/* Bounds on a user's pattern: glibc's regcomp takes seconds and gigabytes
+ * on nested bounded repetitions ("((a{1,100}){1,100}){1,100}": 2.3 s), and
+ * back-references make regexec exponential; neither is needed to name a
+ * module. */
+#define ROLE_REGEX_MAX_BYTES 1024
+#define ROLE_REGEX_MAX_REPEAT 10000.0 /* the product of all {m,n} bounds */
+
+/* Whether regex keeps within the bounds above; else why in why[cap]. */
+static bool regex_bounded(const char *regex, char *why, size_t cap)
+{
+    if (strlen(regex) > ROLE_REGEX_MAX_BYTES) {
+        snprintf(why, cap, "longer than %d bytes (normcmp's limit)", ROLE_REGEX_MAX_BYTES);
+        return false;
+    }
+    double product = 1;
+    for (const char *p = regex; *p; p++) {
+        if (*p == '\\' && p[1] >= '1' && p[1] <= '9') {
+            snprintf(why, cap, "a back-reference (\\%c) is not accepted", p[1]);
+            return false;
+        }
+        if (*p == '\\' && p[1]) {
+            p++;
+            continue;
+        }
+        if (*p != '{')
+            continue;
+        double lo = strtod(p + 1, NULL), hi = lo; /* {m}, {m,n}, {m,} */
+        const char *comma = strpbrk(p + 1, ",}");
+        if (comma && *comma == ',')
+            hi = comma[1] == '}' ? lo + 1 : strtod(comma + 1, NULL);
+        product *= fmax(1.0, fmax(lo, hi));
+    }
+    if (product > ROLE_REGEX_MAX_REPEAT) {
+        snprintf(why, cap, "its {m,n} bounds multiply to more than %.0f (normcmp's limit)",
+                 ROLE_REGEX_MAX_REPEAT);
+        return false;
+    }
+    return true;
+}
+
 bool nc_role_regex_ok(const char *regex, char *why, size_t cap)
 {
+    if (!regex_bounded(regex, why, cap))
+        return false;
     regex_t re;
     int e = regcomp(&re, regex, REG_EXTENDED | REG_NOSUB);
     if (e) {
-        regerror(e, &re, why, cap);
+        char msg[160];
+        regerror(e, &re, msg, sizeof msg);
+        snprintf(why, cap, "regcomp: %s", msg);
         return false;
     }
     regfree(&re);
@@ -151,9 +195,12 @@ static int compile_user(nc_roles *r, const char *regex, const char *role, const 
                           "letters, digits, '_', '.' or '-'", origin, regex, role, role,
                           NC_ROLE_NAME_MAX - 1);
     size_t k = r->n;
+    char why[160];
+    if (!regex_bounded(regex, why, sizeof why))
+        return nc_err_set(err, NC_EINVAL, "%s '%s=%s': not accepted as a role pattern: %s",
+                          origin, regex, role, why);
     int e = regcomp(&r->user[k], regex, REG_EXTENDED | REG_NOSUB);
     if (e) {
-        char why[160];
         regerror(e, &r->user[k], why, sizeof why);
         return nc_err_set(err, NC_EINVAL, "%s '%s=%s': not a POSIX extended regular "
                           "expression: %s", origin, regex, role, why);

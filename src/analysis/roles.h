@@ -45,7 +45,10 @@ int nc_roles_compile(const char *const *regex, const char *const *role,
 void nc_roles_free(nc_roles *r);
 
 /* Whether regex is a POSIX extended regular expression (regcomp with
- * REG_EXTENDED); when not, regerror's message in why[cap]. */
+ * REG_EXTENDED) within normcmp's bounds on role patterns (at most 1024
+ * bytes, no back-reference, {m,n} bounds multiplying to at most 10000:
+ * beyond them regcomp or regexec can take seconds to hours); when not,
+ * why in why[cap] (regerror's message, or which bound). */
 bool nc_role_regex_ok(const char *regex, char *why, size_t cap);
 
 /* Whether name is a usable role name: 1 to NC_ROLE_NAME_MAX - 1 bytes of

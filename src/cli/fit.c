@@ -213,8 +213,8 @@ static int role_split(const char *arg, nc_err *err)
     bool ok = nc_role_regex_ok(rx, why, sizeof why);
     free(rx);
     if (!ok)
-        return nc_err_set(err, NC_EINVAL, "--role: '%.*s' is not a POSIX extended regular "
-                          "expression (regcomp: %s)", (int)(eq - arg), arg, why);
+        return nc_err_set(err, NC_EINVAL, "--role: '%.*s' is not a usable POSIX extended "
+                          "regular expression (%s)", (int)(eq - arg), arg, why);
     return (int)(eq - arg);
 }
 

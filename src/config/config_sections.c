@@ -429,8 +429,8 @@ static int parse_roles(walker *w, const cJSON *v, nc_config *cfg)
         snprintf(p, sizeof p, "roles[\"%s\"]", e->string);
         if (!nc_role_regex_ok(e->string, why, sizeof why)) {
             char what[240];
-            snprintf(what, sizeof what, "a POSIX extended regular expression as the key "
-                     "(regcomp: %s)", why);
+            snprintf(what, sizeof what, "a usable POSIX extended regular expression as the "
+                     "key (%s)", why);
             return bad(w, p, what);
         }
         if (!cJSON_IsString(e) || !nc_role_name_ok(e->valuestring))

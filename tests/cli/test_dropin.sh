@@ -78,14 +78,16 @@ bad_flag() { # $1 expected stderr, then the flags
     expect_err "$want"
     expect_no_file "$T/bad"
 }
-bad_flag "normcmp: fit: --role: 'ln(0' is not a POSIX extended regular expression (regcomp: Unmatched ( or \\() (see 'normcmp fit --help')" --role 'ln(0=attn_norm'
+bad_flag "normcmp: fit: --role: 'ln(0' is not a usable POSIX extended regular expression (regcomp: Unmatched ( or \\() (see 'normcmp fit --help')" --role 'ln(0=attn_norm'
+bad_flag "normcmp: fit: --role: '((a{1,100}){1,100}){1,100}' is not a usable POSIX extended regular expression (its {m,n} bounds multiply to more than 10000 (normcmp's limit)) (see 'normcmp fit --help')" --role '((a{1,100}){1,100}){1,100}=x'
+bad_flag "normcmp: fit: --role: '(a*)\\1' is not a usable POSIX extended regular expression (a back-reference (\\1) is not accepted) (see 'normcmp fit --help')" --role '(a*)\1=x'
 bad_flag "normcmp: fit: --role: expected REGEX=NAME, NAME 1 to 47 letters, digits, '_', '.' or '-' (attn_norm, mlp_norm, final_norm, ...), got 'lnx' (see 'normcmp fit --help')" --role lnx
 bad_flag "normcmp: fit: --role: expected REGEX=NAME, NAME 1 to 47 letters, digits, '_', '.' or '-' (attn_norm, mlp_norm, final_norm, ...), got 'ln0=attn norm' (see 'normcmp fit --help')" --role 'ln0=attn norm'
 bad_flag "normcmp: fit: --alpha0: 0 is out of range: expected [1e-06, 1e+06] (see 'normcmp fit --help')" --alpha0 0
 bad_flag "normcmp: fit: --alpha0 (OTHER): expected a number in [1e-06, 1e+06], got 'x' (see 'normcmp fit --help')" --alpha0 0.8,x
 run "$NC" run "$T/roles.json" --out "$T/bad" --role 'a(b=x'
 expect_status 2
-expect_err "normcmp: run: --role: 'a(b' is not a POSIX extended regular expression (regcomp: Unmatched ( or \\() (see 'normcmp run --help')"
+expect_err "normcmp: run: --role: 'a(b' is not a usable POSIX extended regular expression (regcomp: Unmatched ( or \\() (see 'normcmp run --help')"
 
 # ---- bad config keys: the file and the key path
 bad_config() { # $1 the key and value, $2 what follows "<file>: "
@@ -95,7 +97,7 @@ bad_config() { # $1 the key and value, $2 what follows "<file>: "
     expect_err "normcmp: $T/c.json: $2"
     expect_no_file "$T/bad"
 }
-bad_config '"roles": {"ln(0": "attn_norm"}' 'roles["ln(0"]: expected a POSIX extended regular expression as the key (regcomp: Unmatched ( or \()'
+bad_config '"roles": {"ln(0": "attn_norm"}' 'roles["ln(0"]: expected a usable POSIX extended regular expression as the key (regcomp: Unmatched ( or \()'
 bad_config '"roles": {"ln0": "a b"}' "roles[\"ln0\"]: expected a role name: 1 to 47 letters, digits, '_', '.' or '-' (attn_norm, mlp_norm, final_norm, ...)"
 bad_config '"roles": {"ln0": 3}' "roles[\"ln0\"]: expected a role name: 1 to 47 letters, digits, '_', '.' or '-' (attn_norm, mlp_norm, final_norm, ...)"
 bad_config '"roles": ["ln0"]' 'roles: expected an object {"REGEX": "role name", ...}'

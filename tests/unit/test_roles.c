@@ -154,6 +154,23 @@ static void test_user_patterns(void)
     CHECK(!nc_role_regex_ok("a[", why, sizeof why));
     CHECK(strlen(why) > 0);
     CHECK(nc_role_regex_ok("^a|b$", why, sizeof why));
+    /* bounds that keep regcomp and regexec quick whatever the pattern */
+    CHECK(!nc_role_regex_ok("((a{1,100}){1,100}){1,100}", why, sizeof why));
+    CHECK_STR("its {m,n} bounds multiply to more than 10000 (normcmp's limit)", why);
+    CHECK(!nc_role_regex_ok("(x{2,})\\1", why, sizeof why));
+    CHECK_STR("a back-reference (\\1) is not accepted", why);
+    CHECK(nc_role_regex_ok("a{1,100}b{1,100}", why, sizeof why));
+    CHECK(nc_role_regex_ok("a\\{9999999}", why, sizeof why)); /* an escaped brace */
+    char big[1100];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    CHECK(!nc_role_regex_ok(big, why, sizeof why));
+    CHECK_STR("longer than 1024 bytes (normcmp's limit)", why);
+    const char *nested[] = {"(a{1,200}){1,200}"};
+    err = (nc_err){0};
+    CHECK_INT(NC_EINVAL, nc_roles_compile(nested, ok_role, origin, 1, &r, &err));
+    CHECK_STR("--role '(a{1,200}){1,200}=x': not accepted as a role pattern: its {m,n} bounds "
+              "multiply to more than 10000 (normcmp's limit)", err.msg);
     CHECK(nc_role_name_ok("post_mlp_norm"));
     CHECK(!nc_role_name_ok(""));
     CHECK(!nc_role_name_ok("a=b"));
