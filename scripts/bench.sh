@@ -29,7 +29,7 @@ echo
 
 echo "== the whole command, end to end (wall s, peak RSS; goal for fit with the Jacobian: 0.4 s) =="
 echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-for what in "fit --no-jacobian" "fit"; do
+for what in "fit --no-jacobian" "fit --no-dropin" "fit"; do
     walls=""
     rss=0
     i=0

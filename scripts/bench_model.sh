@@ -8,7 +8,7 @@
 #     and where the time went (summed from report.json);
 #  2. one layer against the NumPy/SciPy/Matplotlib pipelines, at 2048 x 2048
 #     and 4096 x 4096 float32: `normcmp plot FILE --figure scatter
-#     --no-jacobian` against the same work done the fast NumPy way
+#     --no-jacobian --no-dropin` against the same work done the fast NumPy way
 #     (scripts/bench_reference.py --same-work), and against the notebook
 #     way (curve_fit and a scatter of all points; 2048 only unless
 #     BENCH_NOTEBOOK_4096=1: it takes minutes).
@@ -110,7 +110,7 @@ if [ "${BENCH_REFERENCE:-1}" = 1 ]; then
         runs=""
         k=0
         while [ $k -lt "${BENCH_REPEATS:-5}" ]; do
-            timed "$NC" plot "$data" --figure scatter --no-jacobian --out "$dir/plot_$n" --quiet
+            timed "$NC" plot "$data" --figure scatter --no-jacobian --no-dropin --out "$dir/plot_$n" --quiet
             k=$((k + 1))
         done
         nc_walls=$(printf '%s\n' "$runs" | awk 'NF {print $1}')
@@ -135,7 +135,7 @@ if [ "${BENCH_REFERENCE:-1}" = 1 ]; then
             nb=$(printf '%s\n' "$runs" | awk 'NF {print $1}')
         fi
         # shellcheck disable=SC2086
-        printf '    normcmp plot --figure scatter --no-jacobian  median %6.2f s (runs: %s)\n' "$nc_med" "$(echo $nc_walls)"
+        printf '    normcmp plot --figure scatter --no-jacobian --no-dropin  median %6.2f s (runs: %s)\n' "$nc_med" "$(echo $nc_walls)"
         # shellcheck disable=SC2086
         printf '    NumPy same work (--same-work)                median %6.2f s (runs: %s), peak RSS %d MB\n' \
             "$ref_med" "$(echo $ref_walls)" $((ref_rss / 1024))

@@ -55,6 +55,31 @@ typedef struct affine_sums {
 int nc_layer_run_fits(const run *r, nc_layer_result *res, const nc_points *bins,
                       const nc_points *raw, double xs, const affine_sums *aff, nc_err *err);
 
+/* channel.c: the function of a per-channel fit, g(theta, x) =
+ * tanh(alpha x) (NC_CHAN_TANH, theta = alpha) or x / sqrt(x^2 + C)
+ * (NC_CHAN_ISRU, theta = C). */
+typedef enum nc_chan_kind { NC_CHAN_TANH, NC_CHAN_ISRU } nc_chan_kind;
+
+/* g(theta, x), as every per-channel pass evaluates it (the same bits). */
+double nc_chan_g(nc_chan_kind kind, double theta, double x);
+
+/* channel.c: f_i(x) = gamma_i g(theta, x) + beta_i with one theta, fitted
+ * by exact Halley passes over r's tokens from theta0 (a strided token
+ * sample first when the layer is large) to the minimum of sum_i w_i SSE_i
+ * (w[d] the channel weights, or NULL: all 1); fills fr (params.p[0] =
+ * theta, params.pc = gamma_i then beta_i [2d] owned by fr afterwards,
+ * objective, iterations = passes made, converged, status) and adds the
+ * passes made to *passes. With xpc, the first pass over all tokens also
+ * sums tanh(xtheta x) (no extra pass): gamma_i, beta_i of DyT at that
+ * fixed alpha into xpc[2d] (gamma_i, then beta_i) and its unweighted
+ * objective sum_i SSE_i into *xS. amax (the largest finite |x|) and points
+ * (the layer's) decide whether a 16-bit input's g is looked up by code
+ * (codetab.h). A fit that does not converge is a status in fr, not an
+ * error; errors: NC_ENOMEM and those of nc_pass_run. */
+int nc_chan_fit(run *r, nc_chan_kind kind, const double *w, double theta0, double amax,
+                size_t points, double xtheta, double *xpc, double *xS, nc_fit_result *fr,
+                int *passes, nc_err *err);
+
 /* channel.c: DyT with per-channel gamma_i, beta_i by exact Halley passes
  * over r's tokens, starting from alpha0 (the pooled DyT fit's alpha); fills
  * fr (params.pc owned by fr afterwards, iterations = passes made) and adds

@@ -33,6 +33,7 @@ void nc_layer_summary_init(nc_layer_summary *s, const char *name)
     s->boot_best = s->boot_bp_best = -1;
     s->removed_lo = s->removed_hi = NAN;
     s->slope_ratio = s->slope_ratio_lo = s->slope_ratio_hi = s->alpha_lo = s->alpha_hi = NAN;
+    s->dropin_rmse_real = s->dropin_rmse_rec = NAN;
 }
 
 /* The bootstrap's numbers of a finished layer (layer.h nc_layer_boot). */
@@ -329,7 +330,7 @@ static void layer_verdict(const nc_layer_summary *s, nc_layer_verdict *v)
         snprintf(v->verdict, sizeof v->verdict, "no surrogate was fitted");
         return;
     }
-    char r2t[128], bpt[256] = "", rm[48], sr[96] = "";
+    char r2t[128], bpt[256] = "", rm[48], sr[160] = "";
     rank_text(&v->by_r2, v->too_few, r2t, sizeof r2t);
     if (v->by_bp.best >= 0) {
         char t[128];
@@ -337,10 +338,16 @@ static void layer_verdict(const nc_layer_summary *s, nc_layer_verdict *v)
         snprintf(bpt, sizeof bpt, "; best backprop: %s, bp err %.4g%s", t, v->by_bp.value,
                  v->bp_ties_known ? "" : " (no uncertainty: ties not decided)");
     }
+    size_t so = 0;
     if (isfinite(v->slope_ratio))
-        snprintf(sr, sizeof sr, isfinite(v->slope_ratio_lo) ? "; slope at 0 / theory %.3g "
-                 "[%.3g, %.3g]" : "; slope at 0 / theory %.3g", v->slope_ratio,
-                 v->slope_ratio_lo, v->slope_ratio_hi);
+        so = (size_t)snprintf(sr, sizeof sr, isfinite(v->slope_ratio_lo)
+                              ? "; slope at 0 / theory %.3g [%.3g, %.3g]"
+                              : "; slope at 0 / theory %.3g", v->slope_ratio, v->slope_ratio_lo,
+                              v->slope_ratio_hi);
+    if (so < sizeof sr && (isfinite(s->dropin_rmse_real) || isfinite(s->dropin_rmse_rec)))
+        snprintf(sr + so, sizeof sr - so, "; drop-in DyT RMSE %.3g (%s output)",
+                 isfinite(s->dropin_rmse_real) ? s->dropin_rmse_real : s->dropin_rmse_rec,
+                 isfinite(s->dropin_rmse_real) ? "real" : "recomputed");
     const char *point = v->boot      ? ""
                         : v->too_few ? " (point estimates: too few blocks of tokens for a "
                                        "bootstrap, nothing decided)"
@@ -450,26 +457,6 @@ static void run_verdict(nc_run_summary *R)
         o += (size_t)snprintf(R->verdict + o, sizeof R->verdict - o, " | %s",
                               R->group[g].verdict);
     }
-}
-
-static bool same_key(const nc_group_key *a, const nc_group_key *b)
-{
-    if (a->group || b->group)
-        return a->group && b->group && strcmp(a->group, b->group) == 0;
-    return a->d == b->d && a->norm == b->norm &&
-           strcmp(a->source ? a->source : "", b->source ? b->source : "") == 0;
-}
-
-size_t nc_model_groups(const nc_group_key *key, size_t n, size_t *group_of)
-{
-    size_t ng = 0;
-    for (size_t k = 0; k < n; k++) {
-        size_t q = 0;
-        while (q < k && !same_key(&key[q], &key[k])) /* the first earlier layer like it */
-            q++;
-        group_of[k] = q < k ? group_of[q] : ng++;
-    }
-    return ng;
 }
 
 /* The token bootstrap of a group's slopes: the OLS slope on each replicate

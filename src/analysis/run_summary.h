@@ -40,6 +40,7 @@
 #include <stddef.h>
 
 #include "analysis/boot.h"
+#include "analysis/groups.h"
 #include "analysis/jacobian.h"
 #include "analysis/layer.h"
 #include "analysis/surrogate.h"
@@ -75,6 +76,9 @@ typedef struct nc_layer_summary {
     double slope_ratio_lo, slope_ratio_hi;              /* .slope_ratio.ci95 */
     double alpha_lo, alpha_hi;                          /* .alpha.ci95 */
     size_t nrep;               /* .run_replicates.n */
+    /* the drop-in DyT (docs/dropin.md): RMSE of weight*tanh(alpha x)+bias
+     * against the real output and the recomputed one (layers[].dropin.dyt) */
+    double dropin_rmse_real, dropin_rmse_rec;
     const double *rep[NC_BOOT_REP]; /* .run_replicates series, [nrep] each (not owned) */
 } nc_layer_summary;
 
@@ -172,21 +176,6 @@ int nc_run_summary_compute(const nc_layer_summary *L, size_t n, nc_run_summary *
                            nc_err *err);
 
 void nc_run_summary_free(nc_run_summary *s);
-
-/* What puts a layer in a model group: a config's group name (when not
- * NULL, alone), else its source, norm kind and d. */
-typedef struct nc_group_key {
-    const char *group;
-    const char *source;
-    int norm;
-    size_t d;
-} nc_group_key;
-
-/* Groups n layers by their keys: group_of[k] is layer k's group, numbered
- * 0.. in the order of each group's first layer; returns the number of
- * groups. The one grouping of the run-level block and of the alpha-std
- * figure. */
-size_t nc_model_groups(const nc_group_key *key, size_t n, size_t *group_of);
 
 /* The log-log regression of y[k] on x[k] (k < n), as described above;
  * fewer than 3 usable points give no slope (NAN, status says why). */

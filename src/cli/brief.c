@@ -23,6 +23,8 @@
 #include "cli/cli.h"
 #include "plan/plan.h"
 
+static void wrapped(const char *text, int width, int first, int indent);
+
 int cli_terminal_width(void)
 {
     struct winsize ws;
@@ -31,6 +33,11 @@ int cli_terminal_width(void)
     const char *c = getenv("COLUMNS");
     long v = c ? strtol(c, NULL, 10) : 0;
     return v >= 40 && v <= 1000 ? (int)v : 80;
+}
+
+void cli_print_wrapped(const char *text, int first, int indent)
+{
+    wrapped(text, cli_terminal_width(), first, indent);
 }
 
 /* Prints text wrapped at width: the first line indented by first, the
@@ -107,7 +114,7 @@ static void layer_line(const nc_layer_summary *s, const nc_layer_verdict *v, int
     puts(line);
 }
 
-void cli_print_brief(const nc_layer_summary *L, const nc_run_summary *R, const char *out_dir)
+void cli_print_brief(const nc_layer_summary *L, const nc_run_summary *R)
 {
     const int width = cli_terminal_width();
     int namew = 5;
@@ -148,8 +155,12 @@ void cli_print_brief(const nc_layer_summary *L, const nc_run_summary *R, const c
         }
         wrapped(p, width, first, indent);
     }
+}
+
+void cli_print_where(const char *out_dir)
+{
     char where[2048];
     snprintf(where, sizeof where, "Open %s/index.html (the report: %s/report.json; every column "
              "and number: docs/report.md; the full tables: --verbose)", out_dir, out_dir);
-    wrapped(where, width, 0, 2);
+    wrapped(where, cli_terminal_width(), 0, 2);
 }

@@ -104,9 +104,19 @@ int cli_terminal_width(void);
 /* The outlier-steps experiment's lines of every layer that ran it. */
 void cli_print_experiments(const struct nc_plan *plan);
 
+/* The alpha-by-role block in a few lines (dropin.c). */
+void cli_print_roles_brief(const struct nc_plan *plan);
+
 /* The brief summary (brief.c): a line per layer, the run's verdict
  * wrapped to the terminal, where the report is. */
-void cli_print_brief(const nc_layer_summary *L, const nc_run_summary *R, const char *out_dir);
+void cli_print_brief(const nc_layer_summary *L, const nc_run_summary *R);
+
+/* "Open <dir>/index.html ..." wrapped to the terminal. */
+void cli_print_where(const char *out_dir);
+
+/* text wrapped to the terminal's width, the first line indented by first
+ * columns, the others by indent. */
+void cli_print_wrapped(const char *text, int first, int indent);
 
 /* Test-only hooks from the environment (cli/hooks.c): the only place
  * normcmp reads its environment. NORMCMP_TEST_STEP_MS=N sleeps N ms
@@ -121,6 +131,17 @@ void cli_print_fit_summary(const struct nc_plan *plan);
 /* The verdict per layer and, for two or more layers, the run-level lines
  * (plan->run); nothing without a run summary. */
 void cli_print_run_summary(const struct nc_plan *plan);
+
+/* The drop-in parameter files (cli/dropin.c; docs/dropin.md) of a finished
+ * plan into set when the config asks for them, their names appended to
+ * names[*n] (at most cap, strdup'd). Returns 0 or the error. */
+int cli_write_dropin(const struct nc_plan *plan, struct nc_outset *set, char **names,
+                     size_t *n, size_t cap, nc_err *err);
+
+/* The drop-in block on stdout (after the verdicts): per layer its role,
+ * depth, each surrogate's parameter and RMSEs; for two or more layers the
+ * run-level alpha by role. Nothing when no layer has drop-in parameters. */
+void cli_print_dropin(const struct nc_plan *plan);
 
 /* The real-output check's lines on stderr: detections (not when quiet)
  * and warnings (always). */

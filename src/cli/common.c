@@ -294,6 +294,8 @@ static int write_outputs(const nc_config *cfg, const nc_plan *plan, const char *
         rc = write_figures(cfg, plan, command, quiet, o, err);
     if (!rc && cfg->sweep.enabled)
         rc = write_sweeps(cfg, plan, command, o, err);
+    if (!rc) /* docs/dropin.md */
+        rc = cli_write_dropin(plan, o->set, o->names, &o->n, MAX_OUTPUT_FILES, err);
     if (!rc) {
         add_name(o, "index.html");
         rc = nc_report_json(plan, command, (const char *const *)o->names, o->n, &json, err);
@@ -325,8 +327,10 @@ static void print_tables(const nc_config *cfg, const nc_plan *plan)
             printf("\n");
         }
         if (plan->has_run)
-            cli_print_brief(plan->summaries, &plan->run, cfg->output);
+            cli_print_brief(plan->summaries, &plan->run);
+        cli_print_roles_brief(plan);
         cli_print_experiments(plan);
+        cli_print_where(cfg->output);
         return;
     }
     if (!cli_summary_jacobian_only && plan->nlayers > 0)
@@ -344,6 +348,8 @@ static void print_tables(const nc_config *cfg, const nc_plan *plan)
         printf("\n");
         cli_print_run_summary(plan);
     }
+    if (!cli_summary_jacobian_only)
+        cli_print_dropin(plan);
 }
 
 /* Whether name ends in "<sep><suffix>" for sep '.' or '_'. */

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/roles.h"
 #include "cli/cli.h"
 #include "util/parse.h"
 
@@ -54,6 +55,9 @@ enum {
     OPT_TOKEN_BLOCK,
     OPT_VERBOSE,
     OPT_JSON,
+    OPT_ROLE,
+    OPT_ALPHA0,
+    OPT_NO_DROPIN,
 };
 
 static const struct option fit_options[] = {
@@ -89,12 +93,26 @@ static const struct option fit_options[] = {
     {"curves", required_argument, NULL, OPT_CURVES},
     {"strict", no_argument, NULL, OPT_STRICT},
     {"legend", required_argument, NULL, OPT_LEGEND},
+    {"role", required_argument, NULL, OPT_ROLE},
+    {"alpha0", required_argument, NULL, OPT_ALPHA0},
+    {"no-dropin", no_argument, NULL, OPT_NO_DROPIN},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
     {"json", no_argument, NULL, OPT_JSON},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
+
+/* The drop-in options' help lines, shared by fit and run. */
+#define DROPIN_HELP                                                                             \
+    "      --role REGEX=NAME      a layer whose name matches REGEX (POSIX extended, searched\n"   \
+    "                             in the name) has role NAME (attn_norm, mlp_norm, final_norm,\n" \
+    "                             ...); repeatable, first match wins, before the config's\n"      \
+    "                             \"roles\" and the built-in names (docs/dropin.md)\n"           \
+    "      --alpha0 A[,OTHER]     alpha of the fixed-alpha drop-in DyT: A for every layer, or\n"  \
+    "                             A for attention-input norms and OTHER for the rest (default:\n" \
+    "                             the DyT paper's by model kind, width and role)\n"               \
+    "      --no-dropin            no drop-in parameter files (dropin_*.safetensors)\n"
 
 static const char fit_help[] =
     "usage: normcmp fit FILE... [options]\n"
@@ -140,6 +158,7 @@ static const char fit_help[] =
     "                             over probes and do not depend on it: docs/jacobian.md)\n"
     "      --dense-tokens N       tokens whose d x d Jacobian is checked entry by entry (default:\n"
     "                             2^24/d^2, at least 1, at most 4096: 1 token at d = 4096)\n"
+    DROPIN_HELP
     "  -q, --quiet                no progress or messages on stderr\n"
     "      --verbose              the full tables on stdout (default: a summary that fits\n"
     "                             the terminal: a line per layer and the run's verdict)\n"
@@ -161,11 +180,14 @@ static const char run_help[] =
     "      --shard K/N            analyse only layers i (0-based, plan order) with\n"
     "                             i mod N = K-1; 'normcmp merge' combines the N folders\n"
     "      --strict               exit 2 when a real output disagrees with the norm used\n"
+    DROPIN_HELP
     "  -q, --quiet                no progress or messages on stderr\n"
     "      --verbose              the full tables on stdout (default: a summary that fits\n"
     "                             the terminal: a line per layer and the run's verdict)\n"
     "      --json                 report.json on stdout instead of the summary\n"
     "  -h, --help                 this help\n";
+
+#define MAX_ROLE_FLAGS 64
 
 /* Flags shared by fit and run that override the config. */
 typedef struct overrides {
@@ -173,6 +195,10 @@ typedef struct overrides {
     bool has_threads, has_sample, has_seed, has_boot, has_tb;
     uint64_t threads, sample, seed, boot, tb;
     bool quiet, strict;
+    const char *roles[MAX_ROLE_FLAGS]; /* --role REGEX=NAME, as given */
+    size_t nroles;
+    nc_alpha0_opt alpha0;              /* --alpha0 (n = 0: not given) */
+    bool no_dropin;
 } overrides;
 
 static int set_default_output(nc_config *cfg, const char *out, nc_err *err)
@@ -189,13 +215,66 @@ static int set_default_output(nc_config *cfg, const char *out, nc_err *err)
     return cfg->output ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory");
 }
 
+/* The position of the '=' that ends REGEX in --role's REGEX=NAME (the
+ * last one: a role name has none), after checking both parts; or a
+ * negative NC_E* code with err set. */
+static int role_split(const char *arg, nc_err *err)
+{
+    const char *eq = strrchr(arg, '=');
+    char why[160] = "", *rx = eq ? strndup(arg, (size_t)(eq - arg)) : NULL;
+    if (!eq || eq == arg || !nc_role_name_ok(eq + 1)) {
+        free(rx);
+        return nc_err_set(err, NC_EINVAL, "--role: expected REGEX=NAME, NAME 1 to %d letters, "
+                          "digits, '_', '.' or '-' (attn_norm, mlp_norm, final_norm, ...), got "
+                          "'%s'", NC_ROLE_NAME_MAX - 1, arg);
+    }
+    if (!rx)
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    bool ok = nc_role_regex_ok(rx, why, sizeof why);
+    free(rx);
+    if (!ok)
+        return nc_err_set(err, NC_EINVAL, "--role: '%.*s' is not a usable POSIX extended "
+                          "regular expression (%s)", (int)(eq - arg), arg, why);
+    return (int)(eq - arg);
+}
+
+/* --alpha0 A or A,OTHER into *a. */
+static int parse_alpha0(const char *arg, nc_alpha0_opt *a, nc_err *err)
+{
+    const char *comma = strchr(arg, ',');
+    char first[64];
+    if (comma && (size_t)(comma - arg) >= sizeof first)
+        return nc_err_set(err, NC_EINVAL, "--alpha0: expected A or A,OTHER, got '%s'", arg);
+    snprintf(first, sizeof first, "%.*s", comma ? (int)(comma - arg) : 63, arg);
+    *a = (nc_alpha0_opt){comma ? 2 : 1, 0, 0, "--alpha0"};
+    int rc = nc_parse_double(first, "--alpha0", 1e-6, 1e6, &a->attn, err);
+    if (!rc && comma)
+        rc = nc_parse_double(comma + 1, "--alpha0 (OTHER)", 1e-6, 1e6, &a->other, err);
+    a->other = comma ? a->other : a->attn;
+    return rc;
+}
+
 /* The options fit and run share (--out, --threads, --sample-tokens, --seed,
- * --quiet): 1 if c was one of them, 0 if not, or a negative NC_E* code
- * with err set for a bad value. */
+ * --quiet, the drop-in options): 1 if c was one of them, 0 if not, or a
+ * negative NC_E* code with err set for a bad value. */
 static int parse_override(int c, const char *arg, overrides *ov, nc_err *err)
 {
     int rc = 0;
     switch (c) {
+    case OPT_ROLE:
+        if (ov->nroles == MAX_ROLE_FLAGS)
+            return nc_err_set(err, NC_EINVAL, "too many --role options (at most %d)",
+                              MAX_ROLE_FLAGS);
+        if ((rc = role_split(arg, err)) < 0)
+            return rc;
+        ov->roles[ov->nroles++] = arg;
+        return 1;
+    case OPT_ALPHA0:
+        rc = parse_alpha0(arg, &ov->alpha0, err);
+        break;
+    case OPT_NO_DROPIN:
+        ov->no_dropin = true;
+        return 1;
     case OPT_OUT:
         ov->out = arg;
         return 1;
@@ -237,7 +316,7 @@ static int parse_override(int c, const char *arg, overrides *ov, nc_err *err)
     return rc ? rc : 1;
 }
 
-static void apply_overrides(nc_config *cfg, const overrides *ov)
+static int apply_overrides(nc_config *cfg, const overrides *ov, nc_err *err)
 {
     if (ov->has_threads)
         cfg->threads = (int)ov->threads;
@@ -251,6 +330,21 @@ static void apply_overrides(nc_config *cfg, const overrides *ov)
         cfg->token_block = (size_t)ov->tb;
     if (ov->strict)
         cfg->strict = true;
+    if (ov->alpha0.n)
+        cfg->dropin.alpha0 = ov->alpha0;
+    if (ov->no_dropin)
+        cfg->dropin.enabled = false;
+    /* the flags' role patterns come first, in their order */
+    for (size_t k = 0; k < ov->nroles; k++) {
+        const char *arg = ov->roles[k], *eq = strrchr(arg, '=');
+        char *rx = strndup(arg, (size_t)(eq - arg));
+        int rc = rx ? nc_config_add_role(cfg, k, rx, eq + 1, "--role", err)
+                    : nc_err_set(err, NC_ENOMEM, "out of memory");
+        free(rx);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 /* What fit and run share once cfg is complete: the flags that override it,
@@ -261,7 +355,8 @@ static int launch(nc_config *cfg, const overrides *ov, int argc, char **argv,
                   const char *config_path)
 {
     nc_err err = {0};
-    apply_overrides(cfg, ov);
+    if (apply_overrides(cfg, ov, &err) != 0)
+        return cli_fail(&err);
     if ((ov->out || !cfg->output) && set_default_output(cfg, ov->out, &err) != 0)
         return cli_fail(&err);
     char *command = cli_command_line(argc + 1, argv - 1);
@@ -765,6 +860,9 @@ static const struct option run_options[] = {
     {"token-block", required_argument, NULL, OPT_TOKEN_BLOCK},
     {"shard", required_argument, NULL, OPT_SHARD},
     {"strict", no_argument, NULL, OPT_STRICT},
+    {"role", required_argument, NULL, OPT_ROLE},
+    {"alpha0", required_argument, NULL, OPT_ALPHA0},
+    {"no-dropin", no_argument, NULL, OPT_NO_DROPIN},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
     {"json", no_argument, NULL, OPT_JSON},

@@ -26,6 +26,7 @@
 
 #include "plan/plan.h"
 #include "plot/figures.h"
+#include "report/dropin_out.h"
 #include "report/html.h"
 #include "report/shard.h"
 #include "util/outfile.h"
@@ -344,6 +345,89 @@ static int copy_into(nc_outset *set, const char *dir, const char *name, nc_err *
     return rc;
 }
 
+/* The drop-in file kind (report/dropin_out.h) named name, or -1. */
+static int dropin_kind(const char *name)
+{
+    for (int k = 0; k < NC_DROPIN_COUNT; k++)
+        if (strcmp(name, nc_dropin_file((nc_dropin_kind)k)) == 0)
+            return k;
+    return -1;
+}
+
+/* Whether shard s lists file in its outputs. */
+static bool lists(const shard *s, const char *file)
+{
+    const cJSON *f;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(s->root, "outputs"))
+    {
+        if (cJSON_IsString(f) && strcmp(f->valuestring, file) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* One drop-in file from the shards' (docs/dropin.md): each layer's
+ * parameters from the shard that analysed it, in plan order. */
+static int merge_dropin_kind(const shard *s, size_t n, nc_dropin_kind k, nc_outset *set,
+                             outlist *outs, nc_err *err)
+{
+    const char *file = nc_dropin_file(k);
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(s[0].block, "layers");
+    size_t nl = (size_t)cJSON_GetArraySize(layers), l = 0;
+    const char **names = calloc(nl + 1, sizeof *names), **paths = calloc(n, sizeof *paths);
+    size_t *owner = calloc(nl + 1, sizeof *owner), *len = calloc(n, sizeof *len);
+    char **buf = calloc(n, sizeof *buf), (*path)[4096] = calloc(n, sizeof *path);
+    nc_membuf mb = {0};
+    int rc = names && paths && owner && len && buf && path ? 0
+             : nc_err_set(err, NC_ENOMEM, "out of memory");
+    const cJSON *nm;
+    cJSON_ArrayForEach(nm, layers)
+    {
+        for (size_t q = 0; !rc && q < n; q++)
+            if (l % s[q].count == s[q].index - 1)
+                owner[l] = q;
+        names[l++] = cJSON_IsString(nm) ? nm->valuestring : "";
+    }
+    for (size_t q = 0; q < n && !rc; q++) {
+        snprintf(path[q], sizeof path[q], "%s/%s", s[q].dir, file);
+        paths[q] = path[q];
+        nc_err first = {0};
+        if (!lists(&s[q], file) || read_all(path[q], &buf[q], &len[q], &first))
+            rc = nc_err_set(err, NC_EINVAL, "merge: %s: cannot read (expected the drop-in "
+                            "file every shard of a run writes; docs/dropin.md)", path[q]);
+    }
+    if (!rc)
+        rc = nc_report_dropin_merge(names, nl, owner, (const unsigned char *const *)buf, len,
+                                    paths, n, k, &mb, err);
+    if (!rc)
+        rc = nc_outset_add(set, file, mb.data, mb.len, err);
+    if (!rc)
+        rc = list_add(outs, file, err);
+    nc_membuf_free(&mb);
+    for (size_t q = 0; buf && q < n; q++)
+        free(buf[q]);
+    free(buf);
+    free(path);
+    free(len);
+    free(owner);
+    free(paths);
+    free(names);
+    return rc;
+}
+
+/* The drop-in files, when the first shard wrote them. */
+static int merge_dropin(const shard *s, size_t n, nc_outset *set, outlist *outs, nc_err *err)
+{
+    for (int k = 0; k < NC_DROPIN_COUNT; k++) {
+        if (!lists(&s[0], nc_dropin_file((nc_dropin_kind)k)))
+            continue;
+        int rc = merge_dropin_kind(s, n, (nc_dropin_kind)k, set, outs, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* The shards' files (config.json once), each name once. */
 static int copy_outputs(const shard *s, size_t n, nc_outset *set, outlist *outs, nc_err *err)
 {
@@ -352,8 +436,8 @@ static int copy_outputs(const shard *s, size_t n, nc_outset *set, outlist *outs,
         cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(s[k].root, "outputs"))
         {
             if (!cJSON_IsString(f) || strchr(f->valuestring, '/') ||
-                strcmp(f->valuestring, "index.html") == 0)
-                continue;
+                strcmp(f->valuestring, "index.html") == 0 || dropin_kind(f->valuestring) >= 0)
+                continue; /* the drop-in files are combined (merge_dropin) */
             bool config = strcmp(f->valuestring, "config.json") == 0;
             if (listed(outs, f->valuestring)) {
                 if (config)
@@ -442,7 +526,8 @@ static int merged_root(const shard *s, size_t n, const char *out, const char *co
         return rc;
     /* the run-level block, from the per-layer numbers just merged, by the
      * function an unsharded run uses */
-    if ((rc = nc_report_add_run_from_layers(root, err)))
+    if ((rc = nc_report_add_run_from_layers(root, err)) ||
+        (rc = nc_report_add_alpha_roles_from_layers(root, err)))
         return rc;
     cJSON *from = cJSON_AddArrayToObject(root, "merged_from");
     for (size_t k = 0; from && k < n; k++) {
@@ -501,6 +586,8 @@ static int write_merged(const shard *s, size_t n, const char *out, const char *c
         rc = nc_outset_alloc_folder(out, &set, err);
     if (!rc)
         rc = copy_outputs(s, n, set, &outs, err);
+    if (!rc)
+        rc = merge_dropin(s, n, set, &outs, err);
     if (!rc)
         rc = run_figures(&s[0], root, command, quiet, set, &outs, err);
     if (!rc)

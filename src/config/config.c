@@ -56,6 +56,7 @@ int nc_config_alloc(const char *source, nc_config **out, nc_err *err)
     cfg->seed = 1;
     cfg->boot_replicates = NC_BOOT_DEFAULT_REPLICATES;
     cfg->jacobian.enabled = true;
+    cfg->dropin.enabled = true;
     cfg->sweep.gamma = (nc_amp){NC_AMP_VALUE, 1.0};
     cfg->sweep.scale = (nc_amp){NC_AMP_AUTO, 0};
     cfg->sweep.figure = cfg->sweep.csv = true;
@@ -111,6 +112,13 @@ void nc_config_free(nc_config *cfg)
         free(l->synth_preset);
     }
     free(cfg->layers);
+    for (size_t k = 0; k < cfg->dropin.nroles; k++) {
+        free(cfg->dropin.role_regex[k]);
+        free(cfg->dropin.role_name[k]);
+    }
+    free(cfg->dropin.role_regex);
+    free(cfg->dropin.role_name);
+    free(cfg->dropin.role_origin);
     free(cfg->source);
     free(cfg->name);
     free(cfg->output);
@@ -358,7 +366,8 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
     static const char *const keys[] = {"name", "output", "norm", "eps", "fits", "amplitude",
                                        "bins", "max_exact_points", "sample_tokens", "seed",
                                        "threads", "jacobian", "figures", "sweep", "layers",
-                                       "bootstrap", "token_block", NULL};
+                                       "bootstrap", "token_block", "dropin", "alpha0", "roles",
+                                       NULL};
     if (!cJSON_IsObject(root))
         return nc_err_set(w->err, NC_EINVAL, "%s: expected a JSON object at the top level",
                           w->file);
@@ -387,6 +396,8 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
         return rc;
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "sweep")) &&
         (rc = nc_config_parse_sweep(w, v, cfg)))
+        return rc;
+    if ((rc = nc_config_parse_dropin(w, root, cfg)))
         return rc;
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "figures"))) {
         if (!cJSON_IsArray(v))

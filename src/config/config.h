@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "analysis/layer.h"
+#include "analysis/roles.h"
 #include "core/norm.h"
 #include "core/synth.h"
 #include "config/figspec.h"
@@ -95,11 +96,25 @@ typedef struct nc_config {
         bool figure, csv;     /* write a figure and a CSV per layer and parameter (default yes) */
         unsigned formats;     /* figure formats (0: PNG) */
     } sweep;
+    struct nc_config_dropin {
+        bool enabled;         /* drop-in parameters per layer (docs/dropin.md; default on) */
+        nc_alpha0_opt alpha0; /* an override of the DyT paper's alpha0 (n = 0: none) */
+        size_t nroles;        /* role patterns, first match wins: the flags', then the
+                               * config's "roles" */
+        char **role_regex, **role_name; /* [nroles] owned */
+        const char **role_origin;       /* [nroles] "--role" or "config roles" (static) */
+    } dropin;
     nc_fig_spec *figures;     /* figures to render into the output folder */
     size_t nfigures;
     nc_config_layer *layers;
     size_t nlayers;
 } nc_config;
+
+/* Inserts the role pattern regex -> role (copied) at position `at` (at most
+ * cfg->dropin.nroles) of the list; origin is a static string ("--role",
+ * "config roles"). The pattern is not checked here (nc_roles_compile). */
+int nc_config_add_role(nc_config *cfg, size_t at, const char *regex, const char *role,
+                       const char *origin, nc_err *err);
 
 /* Appends an empty figure spec and returns it (owned by cfg). */
 int nc_config_add_figure(nc_config *cfg, nc_fig_spec **spec, nc_err *err);

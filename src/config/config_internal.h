@@ -99,4 +99,10 @@ int nc_config_parse_jacobian(walker *w, const cJSON *obj, nc_config *cfg);
 int nc_config_parse_sweep(walker *w, const cJSON *obj, nc_config *cfg);
 int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_fig_spec *f);
 
+/* The drop-in keys of the top level (docs/dropin.md): "dropin" (true or
+ * false), "alpha0" (a number, or [attention-input norm, other norms]) and
+ * "roles" ({"REGEX": "NAME", ...}: each a POSIX extended regular
+ * expression and a role name, in order), from root into cfg->dropin. */
+int nc_config_parse_dropin(walker *w, const cJSON *root, nc_config *cfg);
+
 #endif

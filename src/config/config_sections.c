@@ -366,3 +366,91 @@ int nc_config_parse_sweep(walker *w, const cJSON *obj, nc_config *cfg)
         rc = format_list(w, v, "sweep.format", &sw->formats);
     return rc;
 }
+
+/* "alpha0": a number, or [attention-input norm, other norms]. */
+static int parse_alpha0(walker *w, const cJSON *v, nc_config *cfg)
+{
+    const char *what = "a number in [1e-06, 1e+06], or [attention-input norm, other norms] "
+                       "(two such numbers)";
+    double a[2] = {NAN, NAN};
+    int n = 0;
+    if (cJSON_IsNumber(v)) {
+        a[n++] = v->valuedouble;
+    } else if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 2) {
+        for (const cJSON *e = v->child; e; e = e->next)
+            a[n++] = cJSON_IsNumber(e) ? e->valuedouble : NAN;
+    } else {
+        return bad(w, "alpha0", what);
+    }
+    for (int k = 0; k < n; k++)
+        if (!(a[k] >= 1e-6 && a[k] <= 1e6))
+            return bad(w, "alpha0", what);
+    cfg->dropin.alpha0 = (nc_alpha0_opt){n, a[0], n == 2 ? a[1] : a[0], "config alpha0"};
+    return 0;
+}
+
+int nc_config_add_role(nc_config *cfg, size_t at, const char *regex, const char *role,
+                       const char *origin, nc_err *err)
+{
+    struct nc_config_dropin *D = &cfg->dropin;
+    size_t n = D->nroles + 1;
+    char **rx = realloc(D->role_regex, n * sizeof *rx);
+    if (rx)
+        D->role_regex = rx;
+    char **nm = rx ? realloc(D->role_name, n * sizeof *nm) : NULL;
+    if (nm)
+        D->role_name = nm;
+    const char **og = nm ? realloc(D->role_origin, n * sizeof *og) : NULL;
+    if (og)
+        D->role_origin = og;
+    char *r = og ? strdup(regex) : NULL, *m = r ? strdup(role) : NULL;
+    if (!m) {
+        free(r);
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    }
+    at = at < D->nroles ? at : D->nroles;
+    memmove(rx + at + 1, rx + at, (D->nroles - at) * sizeof *rx);
+    memmove(nm + at + 1, nm + at, (D->nroles - at) * sizeof *nm);
+    memmove(og + at + 1, og + at, (D->nroles - at) * sizeof *og);
+    rx[at] = r;
+    nm[at] = m;
+    og[at] = origin;
+    D->nroles = n;
+    return 0;
+}
+
+/* "roles": {"REGEX": "NAME", ...}, appended in order. */
+static int parse_roles(walker *w, const cJSON *v, nc_config *cfg)
+{
+    if (!cJSON_IsObject(v))
+        return bad(w, "roles", "an object {\"REGEX\": \"role name\", ...}");
+    for (const cJSON *e = v->child; e; e = e->next) {
+        char p[PATH_MAX_LEN], why[160];
+        snprintf(p, sizeof p, "roles[\"%s\"]", e->string);
+        if (!nc_role_regex_ok(e->string, why, sizeof why)) {
+            char what[240];
+            snprintf(what, sizeof what, "a usable POSIX extended regular expression as the "
+                     "key (%s)", why);
+            return bad(w, p, what);
+        }
+        if (!cJSON_IsString(e) || !nc_role_name_ok(e->valuestring))
+            return bad(w, p, "a role name: 1 to 47 letters, digits, '_', '.' or '-' "
+                             "(attn_norm, mlp_norm, final_norm, ...)");
+        int rc = nc_config_add_role(cfg, cfg->dropin.nroles, e->string, e->valuestring,
+                                    "config roles", w->err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int nc_config_parse_dropin(walker *w, const cJSON *root, nc_config *cfg)
+{
+    int rc = nc_config_get_bool(w, root, "dropin", "", &cfg->dropin.enabled);
+    const cJSON *v;
+    if (!rc && (v = cJSON_GetObjectItemCaseSensitive(root, "alpha0")))
+        rc = parse_alpha0(w, v, cfg);
+    if (!rc && (v = cJSON_GetObjectItemCaseSensitive(root, "roles")))
+        rc = parse_roles(w, v, cfg);
+    return rc;
+}

@@ -573,6 +573,29 @@ static int check_figure_layers(const nc_plan *plan, nc_err *err)
     return 0;
 }
 
+/* Each layer's role and depth from the names of all the plan's layers
+ * (roles.h), the config's patterns first. */
+static int assign_roles(nc_plan *plan, nc_err *err)
+{
+    const struct nc_config_dropin *D = &plan->cfg->dropin;
+    int rc = nc_roles_compile((const char *const *)D->role_regex,
+                              (const char *const *)D->role_name, D->role_origin, D->nroles,
+                              &plan->roles, err);
+    const char **names = rc ? NULL : malloc((plan->nlayers + 1) * sizeof *names);
+    nc_role_info *info = names ? malloc((plan->nlayers + 1) * sizeof *info) : NULL;
+    if (!rc && !info)
+        rc = nc_err_set(err, NC_ENOMEM, "out of memory");
+    for (size_t k = 0; !rc && k < plan->nlayers; k++)
+        names[k] = plan->layers[k].name;
+    if (!rc)
+        rc = nc_roles_assign(plan->roles, names, plan->nlayers, info, err);
+    for (size_t k = 0; !rc && k < plan->nlayers; k++)
+        plan->layers[k].role = info[k];
+    free(names);
+    free(info);
+    return rc;
+}
+
 int nc_plan_open(const nc_config *cfg, nc_plan **out, nc_err *err)
 {
     *out = NULL;
@@ -593,6 +616,8 @@ int nc_plan_open(const nc_config *cfg, nc_plan **out, nc_err *err)
                                 "distinct 'label's)", cfg->source, plan->layers[a].name);
     if (!rc)
         rc = check_figure_layers(plan, err);
+    if (!rc)
+        rc = assign_roles(plan, err);
     if (rc) {
         nc_plan_close(plan);
         return rc;
@@ -704,8 +729,24 @@ static int run_jacobian(const nc_config *cfg, nc_plan_layer *l, nc_progress *pro
     return 0;
 }
 
+/* The drop-in parameters of an analysed layer (analysis/dropin.h), with
+ * the alpha0 of its role, norm and width. */
+static int run_dropin(const nc_config *cfg, nc_plan_layer *l, nc_progress *progress,
+                      nc_err *err)
+{
+    nc_dropin_spec ds = {.name = l->name, .x = l->x, .y_real = l->comp[NC_COMP_OUTPUT],
+                         .weight = l->comp[NC_COMP_WEIGHT], .bias = l->comp[NC_COMP_BIAS],
+                         .threads = cfg->threads, .progress = progress};
+    ds.alpha0 = nc_alpha0_for(&l->role, l->result.norm, l->result.d, &cfg->dropin.alpha0);
+    int rc = nc_dropin_run(&ds, &l->result, &l->dropin, err);
+    if (!rc)
+        l->has_dropin = true;
+    return rc;
+}
+
 /* Everything for one layer: the analysis, then the Jacobian comparison,
- * the sweeps and the outlier-steps experiment where asked for. */
+ * the sweeps, the drop-in parameters and the outlier-steps experiment
+ * where asked for. */
 static int run_layer(nc_plan *plan, nc_plan_layer *l, nc_progress *progress, nc_err *err)
 {
     const nc_config *cfg = plan->cfg;
@@ -721,6 +762,8 @@ static int run_layer(nc_plan *plan, nc_plan_layer *l, nc_progress *progress, nc_
         return rc;
     if (cfg->sweep.enabled && (rc = run_sweeps(cfg, l, err)))
         return rc;
+    if (cfg->dropin.enabled && (rc = run_dropin(cfg, l, progress, err)))
+        return rc;
     if (l->cfg->outlier_steps) {
         if ((rc = nc_outlier_steps_run(l->x, l->norm, l->eps, &l->outlier_steps, err)))
             return rc;
@@ -734,6 +777,29 @@ static int run_layer(nc_plan *plan, nc_plan_layer *l, nc_progress *progress, nc_
             return rc;
     }
     return 0;
+}
+
+/* The alpha-by-role block over the n analysed layers (alpha_roles.h). */
+static int alpha_roles(nc_plan *plan, size_t n, nc_err *err)
+{
+    if (!(plan->role_layers = calloc(n, sizeof *plan->role_layers)))
+        return nc_err_set(err, NC_ENOMEM, "out of memory for the alpha-by-role block");
+    for (size_t k = 0, j = 0; k < plan->nlayers; k++) {
+        const nc_plan_layer *l = &plan->layers[k];
+        if (!l->done)
+            continue;
+        const nc_dropin *dr = &l->dropin;
+        const nc_dropin_fit *f = &dr->fit[NC_DROPIN_DYT];
+        plan->role_layers[j++] = (nc_role_layer){
+            .name = l->name, .role = l->role.role, .has_depth = l->role.has_depth,
+            .depth = (double)l->role.depth, .key = nc_plan_group_key(l),
+            .alpha = dr->done && f->ok ? f->param : NAN, .alpha0 = dr->alpha0.value,
+            .alpha0_rule = dr->alpha0.rule};
+    }
+    int rc = nc_alpha_roles_compute(plan->role_layers, n, &plan->alpha_roles, err);
+    if (!rc)
+        plan->has_alpha_roles = true;
+    return rc;
 }
 
 /* The run-level block over the analysed layers (run_summary.h; the
@@ -756,12 +822,16 @@ static int run_summary(nc_plan *plan, nc_err *err)
         nc_layer_summary_from_result(&l->result, l->has_jacobian ? &l->jacobian : NULL, s);
         s->source = l->source;
         s->group = l->cfg ? l->cfg->group : NULL;
+        if (l->has_dropin && l->dropin.done && l->dropin.fit[NC_DROPIN_DYT].ok) {
+            s->dropin_rmse_real = l->dropin.fit[NC_DROPIN_DYT].rmse_real;
+            s->dropin_rmse_rec = l->dropin.fit[NC_DROPIN_DYT].rmse_rec;
+        }
     }
     int rc = nc_run_summary_compute(plan->summaries, n, &plan->run, err);
     if (rc)
         return rc;
     plan->has_run = true;
-    return 0;
+    return plan->cfg->dropin.enabled ? alpha_roles(plan, n, err) : 0;
 }
 
 /* Starts hashing the inputs' files in the background (the report's
@@ -832,7 +902,11 @@ void nc_plan_close(nc_plan *plan)
             if (plan->layers[k].has_sweep[p])
                 nc_sweep_result_free(&plan->layers[k].sweep[p]);
         nc_outlier_steps_free(&plan->layers[k].outlier_steps);
+        nc_dropin_free(&plan->layers[k].dropin);
     }
+    nc_roles_free(plan->roles);
+    free(plan->role_layers);
+    nc_alpha_roles_free(&plan->alpha_roles);
     nc_dump_hasher_stop(plan->hasher); /* before the dumps it reads are closed */
     free(plan->hash_order);
     free(plan->layers);

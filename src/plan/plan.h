@@ -19,7 +19,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "analysis/alpha_roles.h"
+#include "analysis/dropin.h"
 #include "analysis/layer.h"
+#include "analysis/roles.h"
 #include "analysis/normcheck.h"
 #include "analysis/jacobian.h"
 #include "analysis/outlier.h"
@@ -90,6 +93,9 @@ typedef struct nc_plan_layer {
     nc_jac_result jacobian;
     bool has_sweep[2];             /* indexed by nc_sweep_param */
     nc_sweep_result sweep[2];
+    nc_role_info role;      /* from the name (nc_plan_open; roles.h) */
+    bool has_dropin;
+    nc_dropin dropin;       /* the drop-in parameters (analysis/dropin.h) */
     bool done;
     bool in_shard;          /* analysed by this run (always, unless --shard) */
 } nc_plan_layer;
@@ -107,6 +113,10 @@ typedef struct nc_plan {
     bool has_run;
     nc_layer_summary *summaries; /* [layers done], in layer order; names borrowed */
     nc_run_summary run;
+    nc_roles *roles;        /* owned: the config's role patterns, compiled */
+    bool has_alpha_roles;   /* the run-level alpha-by-role block (beside `run`) */
+    nc_role_layer *role_layers; /* [layers done], in layer order; strings borrowed */
+    nc_alpha_roles alpha_roles;
     nc_dump **hash_order;   /* owned list (dumps borrowed): the inputs' dumps, once each */
     nc_dump_hasher *hasher; /* their digests, made in the background during nc_plan_run */
 } nc_plan;

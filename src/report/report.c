@@ -92,6 +92,7 @@ static void add_config(builder *b, cJSON *root, const nc_plan *plan)
                                   "layers[].jacobian");
     }
     num(b, jac, "seed", (double)(cfg->jacobian.has_seed ? cfg->jacobian.seed : cfg->seed));
+    nc_report_add_dropin_config(b, c, cfg); /* docs/dropin.md */
     cJSON *layers = arr(b, c, "layers");
     for (size_t k = 0; layers && k < cfg->nlayers; k++) {
         const nc_config_layer *l = &cfg->layers[k];
@@ -667,6 +668,7 @@ static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
     str(b, lo, "source", pl->source);
     if (pl->cfg && pl->cfg->group)
         str(b, lo, "group", pl->cfg->group);
+    nc_report_add_role(b, lo, pl); /* docs/dropin.md */
     add_stats(b, lo, r);
     str(b, lo, "norm_source", nc_src_name(pl->norm_source));
     str(b, lo, "eps_source", nc_src_name(pl->eps_source));
@@ -698,6 +700,7 @@ static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
             if (pl->has_sweep[p])
                 add_sweep(b, sw, &pl->sweep[p]);
     }
+    nc_report_add_dropin(b, lo, pl); /* docs/dropin.md */
     cJSON *t = obj(b, lo, "timing");
     num(b, t, "passes", r->passes);
     num(b, t, "stats_s", r->time_stats_s);
@@ -726,8 +729,12 @@ int nc_report_json(const nc_plan *plan, const char *command, const char *const *
     for (size_t k = 0; layers && k < plan->nlayers; k++)
         if (plan->layers[k].done)
             add_layer(&b, layers, &plan->layers[k]);
-    if (plan->has_run && plan->run.nlayers >= 2)
+    if (plan->has_run && plan->run.nlayers >= 2) {
         nc_report_add_run(&b, root, plan->summaries, &plan->run);
+        if (plan->has_alpha_roles) /* docs/dropin.md */
+            nc_report_add_alpha_roles(&b, cJSON_GetObjectItemCaseSensitive(root, "run"),
+                                      plan->role_layers, &plan->alpha_roles);
+    }
     if (!nc_report_add_shard(root, plan))
         b.ok = false;
     cJSON *outs = arr(&b, root, "outputs");

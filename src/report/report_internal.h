@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analysis/run_summary.h"
+#include "plan/plan.h"
 
 typedef struct builder {
     bool ok;
@@ -141,5 +142,15 @@ static inline void ci_obj(builder *b, cJSON *o, const char *key, double value, d
  * parent. */
 void nc_report_add_run(builder *b, cJSON *parent, const nc_layer_summary *L,
                        const nc_run_summary *R);
+
+/* dropin_out.c: the config's "dropin" block (enabled, alpha0, roles), a
+ * layer's "role", "role_source" and "depth" (at its top level), its
+ * "dropin" block (when computed), and the run-level "alpha_by_role" block
+ * of layers L under run (docs/dropin.md). */
+void nc_report_add_dropin_config(builder *b, cJSON *config, const nc_config *cfg);
+void nc_report_add_role(builder *b, cJSON *lo, const nc_plan_layer *pl);
+void nc_report_add_dropin(builder *b, cJSON *lo, const nc_plan_layer *pl);
+void nc_report_add_alpha_roles(builder *b, cJSON *run, const nc_role_layer *L,
+                               const nc_alpha_roles *A);
 
 #endif

@@ -224,6 +224,10 @@ static void summary_from_json(const cJSON *lo, nc_layer_summary *s, double *rep)
     s->theory_alpha = jnum_at(dyt, "theory_alpha", NULL);
     s->affine_slope = jnum_at(fits, "linear", "slope");
     s->slope_ratio = s->alpha * s->gamma * s->rho;
+    const cJSON *ddyt = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(lo, "dropin"), "dyt");
+    s->dropin_rmse_real = jnum_at(ddyt, "rmse_vs_real", NULL);
+    s->dropin_rmse_rec = jnum_at(ddyt, "rmse_vs_recomputed", NULL);
     const cJSON *src = cJSON_GetObjectItemCaseSensitive(lo, "source");
     const cJSON *grp = cJSON_GetObjectItemCaseSensitive(lo, "group");
     const cJSON *norm = cJSON_GetObjectItemCaseSensitive(lo, "norm");

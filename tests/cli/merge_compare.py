@@ -5,7 +5,8 @@ Every per-layer number, the inputs and every run-level block are compared
 exactly, after removing what legitimately differs: wall times ("timing",
 "*time_s"), the command line, the output folder, the shard bookkeeping, and
 the outputs list (compared as sets, without scatter-grid figures, which
-merge does not draw). The alpha-std figure must have the same pixels.
+merge does not draw). The alpha-std figure must have the same pixels, and
+the drop-in parameter files (docs/dropin.md) the same bytes.
 Prints "ok" or what differs; exit 0/1."""
 import json
 import os
@@ -65,6 +66,13 @@ if of != om:
 for f in om:
     if not os.path.isfile(os.path.join(merged_dir, f)):
         bad.append(f"outputs: {f} listed but missing")
+dropin = [f for f in sorted(of) if f.startswith("dropin_") and f.endswith(".safetensors")]
+if len(dropin) != 3:
+    bad.append(f"the full run wrote {len(dropin)} drop-in files, expected 3")
+for f in dropin:
+    if f in om and open(os.path.join(full_dir, f), "rb").read() != \
+            open(os.path.join(merged_dir, f), "rb").read():
+        bad.append(f"{f}: the bytes differ")
 try:
     from PIL import Image
 

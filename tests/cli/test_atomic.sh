@@ -25,7 +25,9 @@ d = sys.argv[1]
 names = set(os.listdir(d))
 sets = {}
 for tag, n in (("a", 12), ("b", 80)):
-    sets[tag] = {"report.json", "config.json", "index.html"} | {"%s%02d.png" % (tag, k) for k in range(n)}
+    sets[tag] = ({"report.json", "config.json", "index.html", "dropin_dyt.safetensors",
+                  "dropin_dyt_alpha0.safetensors", "dropin_dyisru.safetensors"} |
+                 {"%s%02d.png" % (tag, k) for k in range(n)})
 tag = [t for t in sets if sets[t] == names]
 if not tag:
     extra = sorted(names - sets["a"] - sets["b"])[:5]

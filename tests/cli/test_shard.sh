@@ -12,6 +12,7 @@ write_config() { # $1 file, $2 seed of the run
 {
   "name": "shardtest",
   "seed": $2,
+  "roles": {"^late": "attn_norm", "^e1$": "mlp_norm"},
   "layers": [
     {"synth": {"preset": "early", "tokens": 600, "dim": 64, "seed": 1, "affine": true}, "label": "e1"},
     {"file": "$T/three.safetensors"},
