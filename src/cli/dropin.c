@@ -98,7 +98,7 @@ static void print_roles(const nc_plan *plan)
     printf("\nAlpha by role (per model group = layers of one source, norm kind and d): the "
            "median of the\ndrop-in DyT's fitted alpha over the role's layers and its range over "
            "depth, beside the\nDyT paper's alpha0. A trained model's fitted alpha is what its "
-           "norm behaves like, not a\nproven initialisation for training from scratch.\n");
+           "norm behaves like,\nnot a proven initialisation for training from scratch.\n");
     for (size_t r = 0; r < A->nrows; r++) {
         const nc_role_row *R = &A->row[r];
         const nc_group_key *g = &A->group[R->group];

@@ -11,11 +11,11 @@ good="$PWD/data/vit4mnist/ln00_input.npy"
 data="$PWD/data/vit4mnist"
 
 # ---- the files, listed in the report; the blocks on stdout
-run "$NC" fit "$data/ln00_input.npy" "$data/ln05_input.npy" --out "$T/two" --no-jacobian
+run "$NC" fit "$data/ln00_input.npy" "$data/ln05_input.npy" --out "$T/two" --no-jacobian --verbose
 expect_status 0
 for f in dropin_dyt dropin_dyt_alpha0 dropin_dyisru; do expect_file "$T/two/$f.safetensors"; done
 expect_out_has "Drop-in parameters (dropin_dyt, dropin_dyt_alpha0, dropin_dyisru .safetensors"
-expect_out_has "Alpha by role (per model group = layers sharing d and norm kind)"
+expect_out_has "Alpha by role (per model group = layers of one source, norm kind and d)"
 expect_out_has "not a proven initialisation"
 expect_out_has "  d = 64 layernorm unknown          2 layers  median alpha "
 check "the files are listed in outputs" /usr/bin/python3 -c "
