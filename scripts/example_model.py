@@ -6,7 +6,7 @@ scripts/dump_activations.py without downloading anything.
     tiny_rmsnorm(**kw)     the same with a LLaMA-style RMSNorm class
     example_inputs(model)  seeded random token ids for either model
     digit_images(n)        28x28 digit images rendered from a font, normalised
-                           like MNIST: inputs for ../../shared/models/vit4mnist.ptl
+                           like MNIST: inputs for data/models/vit4mnist.ptl
 
 The models are untrained but seeded (the same weights on every run for the
 same arguments); a few embedding channels are scaled up so that the norms see
