@@ -139,15 +139,17 @@ class Parser(argparse.ArgumentParser):
 
 # ------------------------------------------------------------------ arguments
 
-def help_text(doc, prog, script, cmd):
+def help_text(doc, prog):
     """doc with its placeholders filled for the way the script was started:
     from the source tree (paths relative to the project root, `python3
     scripts/...`, build/normcmp) or installed (the installed folders, the
     installed command names)."""
     sp = shown_paths()
     installed = sp["helpers"] != "scripts"
-    subs = {"@DUMPNAME@": prog, "@HELPERS@": sp["helpers"], "@MODELS@": sp["models"],
-            "@DUMP@": cmd if installed else f"python3 scripts/{script}",
+    subs = {"@DUMPNAME@": prog, "@SWAPNAME@": prog,
+            "@HELPERS@": sp["helpers"], "@MODELS@": sp["models"],
+            "@DUMP@": "normcmp-dump" if installed else "python3 scripts/dump_activations.py",
+            "@SWAP@": "normcmp-swap" if installed else "python3 scripts/swap_test.py",
             "@NC@": "normcmp" if installed else "build/normcmp",
             "@WHERE@": "installed: the helper modules and models are in " + sp["helpers"]
                        if installed else "from the project root"}
@@ -159,7 +161,7 @@ def help_text(doc, prog, script, cmd):
 def parse_args(argv, prog="dump_activations.py", need_model=True):
     """The options as a namespace, checked and converted. need_model=False:
     the caller supplies the model and inputs itself (the notebook module)."""
-    doc = help_text(__doc__, prog, "dump_activations.py", "normcmp-dump")
+    doc = help_text(__doc__, prog)
     p = Parser(prog=prog, description=doc.split("\n\n")[0],
                epilog="\n\n".join(doc.split("\n\n")[1:]),
                formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -235,19 +235,21 @@ def model_output_tensor(out, torch):
 
 
 def compute_loss(spec, out, args, kwargs, torch, need_grad=True, extra=None):
-    """The scalar loss of the model output `out`: spec (MODULE:CALLABLE)
+    """The scalar loss of the model output `out`: spec (MODULE:CALLABLE, or
+    the callable itself)
     called as loss(out) or loss(out, inputs), with extra keyword arguments
     (labels=...) when it names them; without spec, the sum of squares of
     the output. inputs: the one positional input, else the kwargs dict or
     the args tuple."""
     if spec:
-        fn, _ = load_callable(spec, "loss")
+        fn = spec if callable(spec) else load_callable(spec, "loss")[0]
         inputs = args[0] if len(args) == 1 and not kwargs else (kwargs if not args else args)
         kw = {k: v for k, v in (extra or {}).items() if accepts(fn, k)}
         try:
             loss = fn(out, inputs, **kw) if positional_count(fn) >= 2 else fn(out, **kw)
         except Exception as e:  # noqa: BLE001
-            raise Fail(f"--loss: {spec} failed: {type(e).__name__}: {one_line(e)}", 1)
+            raise Fail(f"--loss: {callable_name(spec)} failed: {type(e).__name__}: "
+                       f"{one_line(e)}", 1)
     else:
         loss = model_output_tensor(out, torch).float().pow(2).sum()
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
@@ -255,3 +257,12 @@ def compute_loss(spec, out, args, kwargs, torch, need_grad=True, extra=None):
     if need_grad and not loss.requires_grad:
         raise Fail("--grad: the loss does not depend on anything that requires a gradient", 1)
     return loss.reshape(())
+
+
+def callable_name(spec):
+    """A MODULE:CALLABLE spec as given, or a Python callable's name."""
+    if isinstance(spec, str):
+        return spec
+    mod = getattr(spec, "__module__", None)
+    name = getattr(spec, "__qualname__", None) or type(spec).__name__
+    return f"{mod}:{name}" if mod else name

@@ -71,7 +71,7 @@ from . import safetensors
 from .common import Fail, Log, accepts, fmt_kw, import_torch, load_callable, one_line
 from .dump import Parser, graph_layer_norms, help_text
 from .loading import add_model_args, build_inputs, build_model, check_model_args, compute_loss
-from .loading import json_object, model_output_tensor
+from .loading import callable_name, json_object, model_output_tensor
 
 TOOL = "normcmp scripts/swap_test.py 1"
 FORMAT = "normcmp swap test"
@@ -85,10 +85,7 @@ DROPIN_FORMAT = "normcmp-dropin 1"
 # ------------------------------------------------------------------ arguments
 
 def parse_args(argv, prog="swap_test.py", need_model=True):
-    doc = help_text(__doc__, prog, "swap_test.py", "normcmp-swap")
-    doc = doc.replace("@SWAPNAME@", prog).replace(
-        "@SWAP@", "normcmp-swap" if "installed" in doc.split("Examples (")[1][:12]
-        else "python3 scripts/swap_test.py")
+    doc = help_text(__doc__, prog)
     p = Parser(prog=prog, description=doc.split("\n\n")[0],
                epilog="\n\n".join(doc.split("\n\n")[1:]),
                formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -127,7 +124,7 @@ def parse_args(argv, prog="swap_test.py", need_model=True):
     json_object(a, "labels_args")
     if a.batch_size < 1:
         raise Fail("--batch-size: expected a number >= 1")
-    if not a.loss and not a.labels:
+    if need_model and not a.loss and not a.labels:
         raise Fail("give --loss MODULE:CALLABLE or --labels MODULE:CALLABLE (the swap test "
                    "measures the model's own loss; without labels there is no default)")
     if a.surrogate is not None:
@@ -372,9 +369,6 @@ class Measure:
         self.a, self.model, self.scripted = a, model, scripted
         self.batches, self.log, self.torch, self.np = batches, log, torch, np
         self.has_labels = batches[0][2] is not None
-        self.loss_fn = None
-        if a.loss:
-            self.loss_fn, _ = load_callable(a.loss, "loss")
 
     def loss(self, out, args, kwargs, labels):
         torch = self.torch
@@ -601,8 +595,8 @@ def loss_unit(a):
     if a.loss_unit:
         return a.loss_unit
     if a.loss:
-        fn, _ = load_callable(a.loss, "loss")
-        return getattr(fn, "unit", None) or f"as returned by {a.loss}"
+        fn = a.loss if callable(a.loss) else load_callable(a.loss, "loss")[0]
+        return getattr(fn, "unit", None) or f"as returned by {callable_name(a.loss)}"
     return "nats per example"
 
 
@@ -617,17 +611,22 @@ def swap_test(a, model, scripted, args, kwargs, in_desc, log, torch, np, command
 
 
 def measure(a, model, scripted, args, kwargs, in_desc, layers, dump, dropins, log, torch, np,
-            command):
+            command, labels=None):
     """swap_test() once RESULTS is read (main reads it before the model is
-    built, so that a bad folder fails fast)."""
+    built, so that a bad folder fails fast). labels: class ids given
+    directly (the notebook module), else --labels builds them."""
     picked = pick_layers(a, layers, dropins, model, scripted, log)
-    labels = build_labels(a, model, torch)
+    if labels is None:
+        labels = build_labels(a, model, torch)
+    elif not isinstance(labels, torch.Tensor):
+        labels = torch.as_tensor(labels)
     batches = split_batches(args, kwargs, labels, a.batch_size, torch)
     m = Measure(a, model, scripted, batches, log, torch, np)
     res = run_test(a, m, picked, dropins, log, np)
     out = {"format": FORMAT, "version": VERSION, "tool": TOOL, "command": command,
            "model": a.model or a.checkpoint or type(model).__name__,
-           "checkpoint": a.checkpoint, "inputs": in_desc, "labels": a.labels,
+           "checkpoint": a.checkpoint, "inputs": in_desc,
+           "labels": a.labels or ("given" if labels is not None else None),
            "torch": torch.__version__,
            "report": os.path.abspath(os.path.join(a.results, "report.json")),
            "dump": os.path.abspath(dump) if dump else None,
@@ -636,7 +635,8 @@ def measure(a, model, scripted, args, kwargs, in_desc, layers, dump, dropins, lo
            "dropin": {s: {"file": os.path.basename(d["file"]), "sha256": d["sha256"]}
                       for s, d in dropins.items()},
            "surrogates": list(dropins),
-           "loss": {"name": a.loss or "cross-entropy against --labels", "unit": loss_unit(a)},
+           "loss": {"name": callable_name(a.loss) if a.loss else "cross-entropy against the "
+                    "labels", "unit": loss_unit(a)},
            "examples": sum(int(next(v for v in list(b[0]) + list(b[1].values())
                                     if isinstance(v, torch.Tensor)).shape[0]) for b in batches),
            "batch_size": a.batch_size, "batches": len(batches)}
