@@ -288,7 +288,11 @@ class Replaced:
         for name, new in self.swaps.items():
             parent_name, _, attr = name.rpartition(".")
             parent = self.model.get_submodule(parent_name) if parent_name else self.model
-            self.saved.append((parent, attr, getattr(parent, attr)))
+            old = getattr(parent, attr)
+            dev = next((t.device for t in list(old.parameters()) + list(old.buffers())), None)
+            if dev is not None:
+                new.to(dev)  # the norm's device (the model's, or its shard's)
+            self.saved.append((parent, attr, old))
             setattr(parent, attr, new)
         return self
 
@@ -419,12 +423,12 @@ def stats(base, new, np):
     B = len(new)
     bad = int((~np.isfinite(new)).sum())
     if bad:
-        return {"mean": None, "delta": None, "delta_se": None,
+        return {"mean": None, "se": None, "delta": None, "delta_se": None,
                 "status": f"non-finite in {bad} of {B} batches"}
     d = new - base
-    se = float(d.std(ddof=1) / math.sqrt(B)) if B > 1 else None
-    return {"mean": float(new.mean()), "delta": float(d.mean()), "delta_se": se,
-            "status": "ok" if B > 1 else "one batch: no standard error"}
+    se = lambda v: float(v.std(ddof=1) / math.sqrt(B)) if B > 1 else None  # noqa: E731
+    return {"mean": float(new.mean()), "se": se(new), "delta": float(d.mean()),
+            "delta_se": se(d), "status": "ok" if B > 1 else "one batch: no standard error"}
 
 
 def entry(m, base, swaps, np):
@@ -432,10 +436,10 @@ def entry(m, base, swaps, np):
     and with labels the accuracy and its change."""
     loss, acc = m.run(swaps)
     s = stats(base[0], loss, np)
-    e = {"loss": s["mean"], "delta": s["delta"], "delta_se": s["delta_se"]}
+    e = {"loss": s["mean"], "loss_se": s["se"], "delta": s["delta"], "delta_se": s["delta_se"]}
     if acc is not None:
         t = stats(base[1], acc, np)
-        e.update({"accuracy": t["mean"], "accuracy_delta": t["delta"],
+        e.update({"accuracy": t["mean"], "accuracy_se": t["se"], "accuracy_delta": t["delta"],
                   "accuracy_delta_se": t["delta_se"]})
     e["status"] = s["status"]
     return e

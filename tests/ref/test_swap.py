@@ -177,17 +177,21 @@ def load_ref(results, s, layer, torch):
 
 def paired(base, new):
     d = new - base
-    return float(new.mean()), float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d)))
+    n = math.sqrt(len(d))
+    return (float(new.mean()), float(new.std(ddof=1) / n), float(d.mean()),
+            float(d.std(ddof=1) / n))
 
 
 def compare(got, base, new, what, acc=None):
-    loss, delta, se = paired(base, new)
+    loss, lse, delta, se = paired(base, new)
     C.abs(loss, got["loss"], TOL, f"{what}: loss")
+    C.abs(lse, got["loss_se"], TOL, f"{what}: loss_se")
     C.abs(delta, got["delta"], TOL, f"{what}: delta")
     C.abs(se, got["delta_se"], TOL, f"{what}: delta_se")
     if acc is not None:
-        a, da, sa = paired(*acc)
+        a, ase, da, sa = paired(*acc)
         C.abs(a, got["accuracy"], 1e-12, f"{what}: accuracy")
+        C.abs(ase, got["accuracy_se"], 1e-12, f"{what}: accuracy_se")
         C.abs(da, got["accuracy_delta"], 1e-12, f"{what}: accuracy_delta")
         C.abs(sa, got["accuracy_delta_se"], 1e-12, f"{what}: accuracy_delta_se")
 
