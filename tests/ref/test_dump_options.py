@@ -20,6 +20,8 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import TOP, Checker  # noqa: E402
 
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+
 C = Checker("test_dump_options")
 DUMP = os.path.join(TOP, "scripts", "dump_activations.py")
 PY = sys.executable or "/usr/bin/python3"
@@ -71,9 +73,25 @@ def example_inputs(model):
 '''
 
 
-def dump(tmp, *args):
-    p = subprocess.run([PY, DUMP, "--model", os.path.join(tmp, "scale_model.py") + ":build",
-                        "--config", "none", *args], capture_output=True, text=True, cwd=tmp)
+class Done:
+    def __init__(self, returncode, stderr):
+        self.returncode, self.stderr = returncode, stderr
+
+
+def dump(tmp, *args, inproc=True):
+    """The dump script on the test model: in this process through its
+    main() (one torch import for all runs), or as a command."""
+    argv = ["--model", os.path.join(tmp, "scale_model.py") + ":build", "--config", "none", *args]
+    if inproc:
+        import contextlib
+        import io
+        from normcmp import dump as D
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = D.main(argv, prog="dump_activations.py")
+        p = Done(rc, err.getvalue())
+    else:
+        p = subprocess.run([PY, DUMP, *argv], capture_output=True, text=True, cwd=tmp)
     C.ok(p.returncode == 0, f"dump {' '.join(args)}: exit {p.returncode}: {p.stderr[-300:]}")
     return p
 
@@ -89,7 +107,7 @@ def main():
         with open(os.path.join(tmp, "scale_model.py"), "w") as f:
             f.write(MODEL)
         out = os.path.join(tmp, "a.safetensors")
-        p = dump(tmp, "-o", out)
+        p = dump(tmp, "-o", out, inproc=False)
         want = ("dump_activations.py: warning: 4 modules look like norms but were not hooked: "
                 "blocks.0.sn1 (ScaleNorm), blocks.0.sn2 (ScaleNorm), blocks.1.sn1 (ScaleNorm), "
                 "blocks.1.sn2 (ScaleNorm); add --class ScaleNorm")
