@@ -13,6 +13,10 @@ PREFIX   ?= /usr/local
 MANDIR   ?= $(PREFIX)/share/man
 DATADIR  ?= $(PREFIX)/share/normcmp
 DESTDIR  ?=
+# the Python package (import normcmp): where the python3 that has PyTorch
+# (Debian's /usr/bin/python3) looks under PREFIX
+PYTHON3  ?= /usr/bin/python3
+PYTHONDIR ?= $(PREFIX)/lib/python$(shell $(PYTHON3) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3)/dist-packages
 
 # Parallel by default (one job per core) unless -j was given; one short
 # line per step (CC file, AR, LD) unless V=1, which shows the commands.
@@ -155,20 +159,40 @@ format:
 deps:
 	scripts/deps.sh test
 
-# The binary, the man page, and the PyTorch dump script as normcmp-dump
-# with its example model loaders in share/normcmp/.
+# The binary, the man page, the dump script and the swap test as
+# normcmp-dump and normcmp-swap, the Python package (normcmp: the scripts'
+# code and the notebook module) in PYTHONDIR, the example model loaders and
+# the shipped checkpoints in DATADIR. The installed scripts and package find
+# each other, the binary and DATADIR through paths relative to themselves
+# (recorded here), so a DESTDIR install works where it is staged.
+relpath = $(shell realpath -m --relative-to='$(1)' '$(2)')
 install: $(BIN)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)/models \
+	           $(DESTDIR)$(PYTHONDIR)/normcmp
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/normcmp
-	install -m 755 scripts/dump_activations.py $(DESTDIR)$(PREFIX)/bin/normcmp-dump
+	for s in dump:dump_activations swap:swap_test; do \
+	    t=$(DESTDIR)$(PREFIX)/bin/normcmp-$${s%%:*}; \
+	    sed 's|^INSTALLED_PYTHON = None$$|INSTALLED_PYTHON = "$(call relpath,$(PREFIX)/bin,$(PYTHONDIR))"|' \
+	        scripts/$${s#*:}.py >$$t.tmp && grep -q '^INSTALLED_PYTHON = "' $$t.tmp && \
+	        chmod 755 $$t.tmp && mv $$t.tmp $$t || { rm -f $$t.tmp; exit 1; }; \
+	done
 	install -m 644 docs/normcmp.1 $(DESTDIR)$(MANDIR)/man1/normcmp.1
 	install -m 644 scripts/example_model.py scripts/llama2c_model.py $(DESTDIR)$(DATADIR)
+	install -m 644 data/models/README.md data/models/stories260K.bin data/models/vit4mnist.ptl \
+	        $(DESTDIR)$(DATADIR)/models
+	install -m 644 scripts/normcmp/*.py $(DESTDIR)$(PYTHONDIR)/normcmp
+	printf '"""Written by make install: the installed folders, relative to this one."""\nBINDIR = "%s"\nDATADIR = "%s"\n' \
+	    '$(call relpath,$(PYTHONDIR)/normcmp,$(PREFIX)/bin)' '$(call relpath,$(PYTHONDIR)/normcmp,$(DATADIR))' \
+	    >$(DESTDIR)$(PYTHONDIR)/normcmp/_installed.py
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/normcmp $(DESTDIR)$(PREFIX)/bin/normcmp-dump \
-	      $(DESTDIR)$(MANDIR)/man1/normcmp.1 \
-	      $(DESTDIR)$(DATADIR)/example_model.py $(DESTDIR)$(DATADIR)/llama2c_model.py
-	-rmdir $(DESTDIR)$(DATADIR) 2>/dev/null
+	      $(DESTDIR)$(PREFIX)/bin/normcmp-swap $(DESTDIR)$(MANDIR)/man1/normcmp.1 \
+	      $(DESTDIR)$(DATADIR)/example_model.py $(DESTDIR)$(DATADIR)/llama2c_model.py \
+	      $(DESTDIR)$(DATADIR)/models/README.md $(DESTDIR)$(DATADIR)/models/stories260K.bin \
+	      $(DESTDIR)$(DATADIR)/models/vit4mnist.ptl
+	rm -rf $(DESTDIR)$(PYTHONDIR)/normcmp $(DESTDIR)$(DATADIR)/__pycache__
+	-rmdir $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR) 2>/dev/null
 
 clean:
 	rm -rf build
@@ -181,7 +205,8 @@ help:
 	@echo "make figures    regenerate every paper-style figure into out/figures/"
 	@echo "make fuzz       run each libFuzzer target (FUZZ_SECONDS=60 each)"
 	@echo "make deps       install the Debian packages (root or sudo)"
-	@echo "make install    install normcmp, normcmp-dump and the man page (PREFIX=$(PREFIX), DESTDIR)"
+	@echo "make install    install normcmp, normcmp-dump, normcmp-swap, the man page, the Python package"
+	@echo "                (import normcmp) and the shipped models (PREFIX=$(PREFIX), DESTDIR, PYTHONDIR)"
 	@echo "make uninstall  remove what make install installed"
 	@echo "make format     clang-format the sources"
 

@@ -6,7 +6,8 @@ scripts/dump_activations.py without downloading anything.
     tiny_rmsnorm(**kw)     the same with a LLaMA-style RMSNorm class
     example_inputs(model)  seeded random token ids for either model
     digit_images(n)        28x28 digit images rendered from a font, normalised
-                           like MNIST: inputs for ../../shared/models/vit4mnist.ptl
+                           like MNIST: inputs for data/models/vit4mnist.ptl
+    digit_labels(n)        their classes (k % 10): --labels of the swap test
 
 The models are untrained but seeded (the same weights on every run for the
 same arguments); a few embedding channels are scaled up so that the norms see
@@ -162,3 +163,10 @@ def digit_images(n: int = 64, seed: int = 0):
         ox = min(max(int(round(14 - (xx * a).sum() / m)), 0), 28 - w)
         out[k, 0, oy:oy + h, ox:ox + w] = a
     return torch.from_numpy((out - 0.1307) / 0.3081)
+
+
+def digit_labels(n: int = 64, seed: int = 0):
+    """[n] int64: the digit digit_images(n, seed) draws in image k, k % 10
+    (seed changes the rotations only; it is accepted so that the swap test
+    can pass the same --inputs-args to both)."""
+    return torch.arange(n) % 10

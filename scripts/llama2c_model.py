@@ -25,11 +25,12 @@ SwiGLU feed-forward. The forward returns the logits of every position.
     next_token_loss(logits, tokens)  cross-entropy of the next token (--loss)
 
     python3 scripts/dump_activations.py --model scripts/llama2c_model.py:load \\
-        --checkpoint ../shared/models/stories260K.bin -o out/stories260K.safetensors
+        --checkpoint data/models/stories260K.bin -o out/stories260K.safetensors
 """
 import math
 import os
 import struct
+import sys
 
 import numpy as np
 import torch
@@ -244,3 +245,102 @@ def next_token_loss(logits, tokens):
     """Mean cross-entropy of each next token: the training loss."""
     return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(),
                            tokens[:, 1:].reshape(-1))
+
+
+next_token_loss.unit = "nats per token"
+
+# ------------------------------------------------------------------ health
+#
+# Whether a checkpoint is the model its trainer describes can be told without
+# its tokenizer. llama2.c's small TinyStories models use a sentencepiece
+# vocabulary with byte fallback: ids 3-258 are the raw bytes <0x00>..<0xFF>,
+# which TinyStories text (plain English) almost never needs, so a trained
+# model almost never predicts them; and karpathy's tok512 encodes
+# "Once upon a time", the usual first words of a story, as 403 407 261 378
+# (BOS is 1). data/models/README.md gives what this reports on the shipped
+# stories260K.bin and what it means.
+
+BYTE_IDS = range(3, 259)
+ONCE_UPON_A_TIME = (403, 407, 261, 378)  # tok512 only
+
+
+def spectral_ratio(w, shuffles=5, seed=0):
+    """Largest singular value of w over that of its entries shuffled (mean
+    over seeded shuffles): about 1 for a matrix of independent entries,
+    above 1 for the low-rank structure training leaves (1.2-2.8 in the
+    shipped vit4mnist's Linear layers)."""
+    w = np.asarray(w, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    top = lambda m: np.linalg.svd(m, compute_uv=False)[0]  # noqa: E731
+    ref = np.mean([top(rng.permutation(w.reshape(-1)).reshape(w.shape)) for _ in range(shuffles)])
+    return float(top(w) / ref)
+
+
+@torch.no_grad()
+def health(model, batch=8, length=256, seed=0):
+    """A dict of numbers that tell a working llama2.c TinyStories model from
+    a damaged one (see the note above):
+
+      greedy        the first 16 ids of greedy text from BOS
+      p_once        P(403 | BOS): tok512's "Once", the usual first token
+      byte_share    share of byte-fallback ids (3-258) in `batch` texts of
+                    `length` tokens the model samples itself at temperature 1
+      self_loss     its next-token loss on those texts, nats/token (the
+                    entropy of its own predictions, estimated)
+      byte_mass     mean probability it gives the byte ids there
+      spectral      per weight kind, the median over layers of spectral_ratio
+    """
+    greedy = model.sample(batch=1, length=17, temperature=0)[0, 1:].tolist()
+    p_once = model(torch.tensor([[BOS]]))[0, -1].float().softmax(-1)[ONCE_UPON_A_TIME[0]]
+    toks = model.sample(batch=batch, length=length, temperature=1.0, seed=seed)
+    logits = model(toks).float()
+    nxt = toks[:, 1:]
+    byte = (nxt >= BYTE_IDS.start) & (nxt < BYTE_IDS.stop)
+    probs = logits[:, :-1].softmax(-1)
+    spectral = {}
+    for kind in ("attention.wq", "attention.wk", "attention.wv", "attention.wo",
+                 "feed_forward.w1", "feed_forward.w2", "feed_forward.w3"):
+        r = [spectral_ratio(getattr(getattr(layer, kind.split(".")[0]), kind.split(".")[1])
+                            .weight.detach().cpu().numpy()) for layer in model.layers]
+        spectral[kind.split(".")[1]] = float(np.median(r))
+    return {"greedy": greedy, "p_once": float(p_once),
+            "byte_share": float(byte.float().mean()),
+            "self_loss": float(next_token_loss(logits, toks)),
+            "byte_mass": float(probs[..., BYTE_IDS.start:BYTE_IDS.stop].sum(-1).mean()),
+            "spectral": spectral}
+
+
+def main(argv=None):
+    import argparse
+    p = argparse.ArgumentParser(
+        prog="llama2c_model.py",
+        description="Loads a llama2.c checkpoint and prints its health numbers (see health()).")
+    p.add_argument("checkpoint")
+    p.add_argument("--health", action="store_true", help="(the default and only action)")
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--length", type=int, default=256)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    torch.set_num_threads(1)
+    try:
+        model = load(a.checkpoint)
+    except (OSError, ValueError) as e:
+        print(f"llama2c_model.py: {e}", file=sys.stderr)
+        return 2
+    h = health(model, a.batch, a.length, a.seed)
+    print(f"{a.checkpoint}: {sum(p.numel() for p in model.parameters())}"
+          f" parameters, {model.params}")
+    print(f"greedy ids from BOS: {' '.join(map(str, h['greedy']))}"
+          f" (tok512's 'Once upon a time' is {' '.join(map(str, ONCE_UPON_A_TIME))})")
+    print(f"P(403 'Once' | BOS) = {h['p_once']:.3g}")
+    print(f"{a.batch} x {a.length} tokens sampled at temperature 1 (seed {a.seed}): "
+          f"byte-fallback ids 3-258 are {100 * h['byte_share']:.1f}% of them, "
+          f"mean probability on those ids {h['byte_mass']:.3f}, "
+          f"self loss {h['self_loss']:.3f} nats/token")
+    print("spectral ratio (median over layers; ~1 = no structure): "
+          + ", ".join(f"{k} {v:.2f}" for k, v in h["spectral"].items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

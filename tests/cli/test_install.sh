@@ -1,6 +1,9 @@
 # test_install.sh - `make install DESTDIR=...` puts the binary, normcmp-dump,
-# the man page and the example loaders in place; the man page renders
-# without a groff warning; `make uninstall` removes all of it.
+# normcmp-swap, the man page, the example loaders, the shipped models and
+# the Python package in place; the installed scripts show and find their
+# installed helper modules and models from any folder; the installed package
+# finds the installed binary; the man page renders without a groff warning;
+# `make uninstall` removes all of it.
 . tests/cli/lib.sh
 
 san=""
@@ -15,6 +18,42 @@ check "installed normcmp runs" "$D/usr/bin/normcmp" --version
 expect_out_has "normcmp"
 check "normcmp-dump is executable" test -x "$D/usr/bin/normcmp-dump"
 check "normcmp-dump is valid Python" /usr/bin/python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$D/usr/bin/normcmp-dump"
+expect_file "$D/usr/bin/normcmp-swap"
+S="$D/usr/share/normcmp"
+expect_file "$S/llama2c_model.py"
+expect_file "$S/models/stories260K.bin"
+expect_file "$S/models/vit4mnist.ptl"
+expect_file "$S/models/README.md"
+P=$(ls -d "$D"/usr/lib/python3*/dist-packages 2>/dev/null | head -n 1)
+expect_file "$P/normcmp/__init__.py"
+expect_file "$P/normcmp/dump.py"
+expect_file "$P/normcmp/_installed.py"
+
+# the installed scripts' help shows the installed paths, run from elsewhere
+cd "$T" || exit 1
+run /usr/bin/python3 "$D/usr/bin/normcmp-dump" --help
+expect_status 0
+expect_out_has "usage: normcmp-dump "
+expect_out_has "    normcmp-dump --model $S/llama2c_model.py:load"
+expect_out_has "--checkpoint $S/models/stories260K.bin"
+expect_out_has "$S) builds the model"
+run /usr/bin/python3 "$D/usr/bin/normcmp-swap" --help
+expect_status 0
+expect_out_has "usage: normcmp-swap "
+expect_out_has "    normcmp-swap out/vit --checkpoint $S/models/vit4mnist.ptl"
+# ... and finds its helper modules by their bare names
+run "$D/usr/bin/normcmp-dump" --model llama2c_model.py:load --checkpoint "$S/models/stories260K.bin" \
+    --inputs-args '{"batch": 1, "length": 8}' -o "$T/st.safetensors"
+expect_status 0
+expect_file "$T/st.safetensors"
+run "$D/usr/bin/normcmp-dump" --model example_model:tiny_rmsnorm --tokens 16 -o "$T/ex.safetensors"
+expect_status 0
+expect_file "$T/ex.safetensors"
+# the installed package (import normcmp) uses the installed binary
+run env PYTHONPATH="$P" /usr/bin/python3 -c "import sys; sys.path.insert(0, '$S'); import normcmp, example_model as E; m = E.tiny_layernorm(); r = normcmp.analyse(m, m.example_inputs(), out='$T/nb', tokens=32, figures=()); print(normcmp.binary(), len(r.verdicts), normcmp.__file__)"
+expect_status 0
+expect_out_has "$D/usr/bin/normcmp 7 $P/normcmp/__init__.py"
+cd - >/dev/null || exit 1
 
 # the page parses without warnings and renders its sections
 run groff -man -Tutf8 -ww "$D/usr/share/man/man1/normcmp.1"

@@ -1,7 +1,7 @@
 """Test of scripts/dump_activations.py (PyTorch forward hooks -> safetensors
 -> `normcmp run`) on the tiny example models, a TorchScript copy of one,
 a made-up model with awkward norms, and the two real checkpoints in
-../shared/models (NORMCMP_MODELS overrides; skipped when absent).
+data/models (NORMCMP_MODELS overrides).
 
 The files are parsed here independently (the u64 header length, the JSON
 header, contiguous offsets, F32/BF16 decoding), every captured output is
@@ -30,7 +30,7 @@ C = Checker("test_dump")
 DUMP = os.path.join(TOP, "scripts", "dump_activations.py")
 EXAMPLE = os.path.join(TOP, "scripts", "example_model.py")
 LLAMA2C = os.path.join(TOP, "scripts", "llama2c_model.py")
-MODELS = os.environ.get("NORMCMP_MODELS", os.path.join(TOP, "..", "shared", "models"))
+MODELS = os.environ.get("NORMCMP_MODELS", os.path.join(TOP, "data", "models"))
 PY = sys.executable or "/usr/bin/python3"
 
 
@@ -318,7 +318,7 @@ def example_x(tmp):
 def vit(tmp):
     ptl = os.path.join(MODELS, "vit4mnist.ptl")
     if not os.path.isfile(ptl):
-        print(f"test_dump: {ptl} missing; vit4mnist skipped", file=sys.stderr)
+        C.ok(False, f"{ptl} missing (data/models ships it)")
         return
     out = os.path.join(tmp, "vit.safetensors")
     dump("--checkpoint", ptl, "--inputs", f"{EXAMPLE}:digit_images", "--inputs-args",
@@ -336,7 +336,7 @@ def vit(tmp):
 def stories(tmp):
     binf = os.path.join(MODELS, "stories260K.bin")
     if not os.path.isfile(binf):
-        print(f"test_dump: {binf} missing; stories260K skipped", file=sys.stderr)
+        C.ok(False, f"{binf} missing (data/models ships it)")
         return
     out = os.path.join(tmp, "stories.safetensors")
     dump("--model", f"{LLAMA2C}:load", "--checkpoint", binf, "--inputs-args",

@@ -14,8 +14,9 @@ interpreter handling.
   forward hooks see here; --dtype f32 widens them exactly.
 - Progress: one line per module on a terminal (a pty here), none on a pipe.
 - Interpreter: under a python3 without PyTorch the script re-executes itself
-  under one that has it ($NORMCMP_TORCH_PYTHON, default /usr/bin/python3);
-  with none, it fails with one line saying what to install and how.
+  under one that has it ($NORMCMP_TORCH_PYTHON, default /usr/bin/python3),
+  saying so only with -v; with none, it fails with one line saying what to
+  install and how.
 """
 import glob
 import json
@@ -265,9 +266,11 @@ def interpreter(tmp):
     p = subprocess.run([PY, "-S", *args], capture_output=True, text=True, cwd=TOP, env=env)
     C.ok(p.returncode == 0 and os.path.isfile(out),
          f"python3 -S: re-executed under /usr/bin/python3: {p.stderr.strip()[-300:]}")
-    C.ok("cannot import PyTorch and NumPy" in p.stderr
+    C.ok(p.stderr == "", f"the re-execution is not said without -v: {p.stderr.strip()[:200]!r}")
+    p = subprocess.run([PY, "-S", *args, "-v"], capture_output=True, text=True, cwd=TOP, env=env)
+    C.ok(p.returncode == 0 and "cannot import PyTorch and NumPy" in p.stderr
          and "running under /usr/bin/python3" in p.stderr,
-         f"the re-execution is said: {p.stderr.strip()[:200]!r}")
+         f"with -v the re-execution is said: {p.stderr.strip()[:200]!r}")
     env["NORMCMP_TORCH_PYTHON"] = os.path.join(tmp, "no-such-python")
     p = subprocess.run([PY, "-S", *args[:-2], "-o", os.path.join(tmp, "none.safetensors")],
                        capture_output=True, text=True, cwd=TOP, env=env)
