@@ -122,14 +122,14 @@ def swap(*args, expect=0, cwd=TOP):
     return p
 
 
-def prepare(tmp, label, dump_args, roles):
+def prepare(tmp, label, dump_args, roles, run_args=()):
     """Dump, normcmp run, drop-in files; returns (dump file, results folder)."""
     out = os.path.join(tmp, f"{label}.safetensors")
     p = subprocess.run([PY, DUMP, *dump_args, "-o", out, "-q"], capture_output=True, text=True,
                        cwd=TOP)
     C.ok(p.returncode == 0, f"{label}: dump: {p.stderr.strip()[-300:]}")
     res = os.path.join(tmp, label)
-    run("run", os.path.join(tmp, f"{label}.json"), "--out", res, "--quiet")
+    run("run", os.path.join(tmp, f"{label}.json"), "--out", res, "--quiet", *run_args)
     rmse_check(label, res, out)
     fixture_dropins(res, out, roles)
     return out, res
@@ -302,7 +302,10 @@ def vit(tmp, torch):
     ptl = os.path.join(MODELS, "vit4mnist.ptl")
     args = ["--checkpoint", ptl, "--inputs", f"{EXAMPLE}:digit_images",
             "--inputs-args", '{"n": 8}']
-    _, res = prepare(tmp, "vit", args, vit_roles)
+    # the TorchScript dump names its norms ln00..ln11: their roles come from
+    # --role (docs/dropin.md), as a user would give them
+    _, res = prepare(tmp, "vit", args, vit_roles,
+                     ("--role", "ln(0[02468]|10)$=attn_norm", "--role", "ln(0[13579]|11)$=mlp_norm"))
     out = os.path.join(tmp, "vit-swap.json")
     p = swap(res, *args, "--labels", f"{EXAMPLE}:digit_labels", "--batch-size", "2", "-o", out)
     print(f"vit4mnist: {p.stdout.strip()}")
