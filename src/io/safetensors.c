@@ -523,6 +523,11 @@ int nc_st_parse(const unsigned char *buf, size_t len, const char *path, nc_st **
                           "%s: header at offset %zu: found byte 0x%02x inside a string, expected "
                           "control characters escaped (JSON)",
                           path, 8 + raw_at, (unsigned char)json[raw_at]);
+    if (nc_json_escaped_nul(json, (size_t)H, &raw_at))
+        return nc_err_set(err, NC_EFORMAT,
+                          "%s: header at offset %zu: found the escape \\u0000 inside a string, "
+                          "expected names and values without NUL",
+                          path, 8 + raw_at);
 
     int rc = 0;
     nc_st *st = calloc(1, sizeof *st);

@@ -99,6 +99,9 @@ bad_run "$T/unknown.json" "$T/unknown.json: layers[2].epss: unknown key (expecte
 bad_run "$T/mistyped.json" "$T/mistyped.json: layers[2].eps: expected a number in [0, 1]"
 bad_run "$T/nolayers.json" "$T/nolayers.json: layers: missing (expected an array of layers)"
 bad_run "$T/rawctl.json" "$T/rawctl.json: malformed JSON at line 1, column 24: a raw control character (byte 0x00) inside a string (write it escaped)"
+# the escape \u0000 would cut the string short ("x\u0000.npy" read as "x")
+printf '{"name": "n", "layers": [{"file": "x\\u0000.npy"}]}' >"$T/escnul.json"
+bad_run "$T/escnul.json" "$T/escnul.json: malformed JSON at line 1, column 37: the escape \\u0000 (a NUL character) inside a string, expected text without NUL"
 bad_fit "$T/nulname.safetensors" "$T/nulname.safetensors: header at offset 11: found byte 0x00 inside a string, expected control characters escaped (JSON)"
 bad_run "$T/nothere.json" "$T/nothere.json: cannot open config file: No such file or directory"
 

@@ -489,6 +489,16 @@ static void test_reject_invalid_json(void)
                 "deeper than 1000), expected a JSON object");
 }
 
+/* cJSON decodes \u0000 into a NUL that ends the name early: "a\u0000b"
+ * would be read as "a". */
+static void test_reject_escaped_nul(void)
+{
+    expect_fail("{\"a\\u0000b\": {\"dtype\": \"F32\", \"shape\": [0], \"data_offsets\": [0, 0]}}", 0,
+                NC_EFORMAT,
+                "x.safetensors: header at offset 11: found the escape \\u0000 inside a string, "
+                "expected names and values without NUL");
+}
+
 static void test_reject_trailing_bytes(void)
 {
     expect_fail("{}  \n", 0, NC_EFORMAT,
@@ -866,6 +876,7 @@ int main(void)
     test_reject_header_over_limit();
     test_reject_not_an_object();
     test_reject_invalid_json();
+    test_reject_escaped_nul();
     test_reject_trailing_bytes();
     test_reject_entry_not_object();
     test_reject_entry_fields();
