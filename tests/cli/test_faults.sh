@@ -47,21 +47,24 @@ else
 fi
 
 # --- an input truncated while it is being read: the mapping raises SIGBUS,
-# which names the file. The truncation must land while the passes run (the
+# which names the file (its whole path, here longer than 1024 bytes). The truncation must land while the passes run (the
 # run takes a few tenths of a second): try a few delays until one does,
 # each into a fresh output folder (an attempt whose run ended first leaves
 # a complete result, which a later failing run must not touch, but which
 # is not what this checks).
 run "$NC" synth -o "$T/big.npy" --preset late --tokens 2048 --dim 4096 --seed 5
 expect_status 0
+deep="$T"
+for i in 1 2 3 4 5 6 7 8 9; do deep="$deep/$(printf '%0120d' "$i")"; done
+mkdir -p "$deep"
 seen=0
 for delay in 0.1 0.05 0.15 0.02 0.2 0.3 0.01; do
     rm -rf "$T/shrunk"
-    cp "$T/big.npy" "$T/shrink.npy"
-    "$NC" fit "$T/shrink.npy" --out "$T/shrunk" --quiet >"$T/.out" 2>"$T/.err" &
+    cp "$T/big.npy" "$deep/shrink.npy"
+    "$NC" fit "$deep/shrink.npy" --out "$T/shrunk" --quiet >"$T/.out" 2>"$T/.err" &
     pid=$!
     sleep "$delay"
-    truncate -s 4096 "$T/shrink.npy"
+    truncate -s 4096 "$deep/shrink.npy"
     wait "$pid"
     _status=$?
     _cmd="fit of a file truncated after ${delay}s"
@@ -72,7 +75,7 @@ for delay in 0.1 0.05 0.15 0.02 0.2 0.3 0.01; do
 done
 if [ "$seen" = 1 ]; then
     expect_status 1
-    expect_err "normcmp: $T/shrink.npy: input file shrank while being read (was it truncated or rewritten by another process?)"
+    expect_err "normcmp: $deep/shrink.npy: input file shrank while being read (was it truncated or rewritten by another process?)"
     expect_no_file "$T/shrunk/report.json"
     expect_no_file "$T/shrunk"
 else
