@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,11 +52,14 @@ int nc_outfile_open_ex(const char *path, const nc_lock *cover, nc_outfile **out,
     f->lock.fd = -1;
     f->path = dup;
     int rc = 0;
-    if (!cover) {
-        /* ".<base>.lock" beside the target: one writer at a time, and what
-         * a killed writer left (".<base>.tmp.<its token>") can go */
-        char lname[300];
-        snprintf(lname, sizeof lname, ".%.*s.lock", 280, base);
+    if (strlen(base) > NAME_MAX) /* the user's to fix, like any bad name */
+        rc = nc_err_set(err, NC_EINVAL, "%s: file name longer than %d bytes", path, NAME_MAX);
+    if (!rc && !cover) {
+        /* ".<base>.lock" beside the target (the name cut to fit): one
+         * writer at a time, and what a killed writer left (".<base>.tmp.<its
+         * token>") can go */
+        char lname[NAME_MAX + 1];
+        snprintf(lname, sizeof lname, ".%.*s.lock", NAME_MAX - 6, base);
         char *lpath = nc_path_join(dir, lname);
         const nc_lock_scope scope = {.dir = dir, .base = base, .folder = NULL};
         rc = lpath ? nc_lock_take(lpath, path, &scope, &f->lock, err)

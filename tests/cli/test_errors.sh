@@ -111,6 +111,19 @@ touch "$T/afile"
 run "$NC" fit "$good" --out "$T/afile/sub" --quiet
 expect_status 2
 expect_err "normcmp: $T/afile/sub: cannot create output folder: Not a directory"
+# a name over the 255-byte limit is the user's to fix (exit 2), for the
+# output folder and for a file's own name
+long=$(printf 'x%.0s' $(seq 256))
+run "$NC" fit "$good" --out "$T/$long" --quiet
+expect_status 2
+expect_err "normcmp: $T/$long: cannot use output folder: File name too long"
+run "$NC" norm "$good" -o "$T/$long.npy"
+expect_status 2
+expect_err "normcmp: $T/$long.npy: file name longer than 255 bytes"
+long=$(printf 'y%.0s' $(seq 255)) # the longest name is fine
+run "$NC" norm "$good" -o "$T/$long"
+expect_status 0
+expect_file "$T/$long"
 if command -v setpriv >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     mkdir -p "$T/ro" && chmod 555 "$T/ro" && chmod 755 "$T"
     cp "$good" "$T/ro_input.npy" && chmod 644 "$T/ro_input.npy"
