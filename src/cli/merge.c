@@ -517,40 +517,6 @@ static int merged_root(const shard *s, size_t n, const char *out, const char *co
     return from ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory");
 }
 
-/* Turns every number below node into raw text that reads back exactly, as
- * the report writes them (report.c: the shortest of %.15g, %.16g, %.17g
- * that round-trips; cJSON's own printer keeps 15 digits that only come
- * close). False when out of memory. */
-static bool exact_numbers(cJSON *node)
-{
-    cJSON *c = node->child;
-    while (c) {
-        cJSON *next = c->next;
-        if (cJSON_IsNumber(c) && !isfinite(c->valuedouble)) {
-            /* never printed as "inf" (not JSON): null, as the report writes it */
-            c->type = cJSON_NULL;
-        } else if (cJSON_IsNumber(c)) {
-            char buf[40];
-            for (int prec = 15; prec <= 17; prec++) {
-                snprintf(buf, sizeof buf, "%.*g", prec, c->valuedouble);
-                if (strtod(buf, NULL) == c->valuedouble)
-                    break;
-            }
-            cJSON *raw = cJSON_CreateRaw(buf);
-            if (!raw)
-                return false;
-            raw->string = c->string; /* the key moves to the new node */
-            c->string = NULL;
-            if (!cJSON_ReplaceItemViaPointer(node, c, raw))
-                return false;
-        } else if ((cJSON_IsObject(c) || cJSON_IsArray(c)) && !exact_numbers(c)) {
-            return false;
-        }
-        c = next;
-    }
-    return true;
-}
-
 /* Writes everything into out through one output set. */
 static int write_merged(const shard *s, size_t n, const char *out, const char *command,
                         bool quiet, nc_err *err)
@@ -576,7 +542,7 @@ static int write_merged(const shard *s, size_t n, const char *out, const char *c
             list = NULL;
     if (!rc && !list)
         rc = nc_err_set(err, NC_ENOMEM, "out of memory");
-    if (!rc && !exact_numbers(root))
+    if (!rc && !nc_report_exact_numbers(root))
         rc = nc_err_set(err, NC_ENOMEM, "out of memory");
     if (!rc) {
         /* cJSON_Print's text and a final newline, as nc_report_json writes */
