@@ -7,6 +7,10 @@
 # left. (docs/outputs.md; test_atomic.sh has the finer cases.)
 . tests/cli/lib.sh
 
+# fewer cases under the sanitizers (each process starts ten times slower)
+kills=10 fsizes="4 40 200 2000" nfiles="4 6 8 10 12 16 24"
+case "$BUILD" in *san*) kills=5 fsizes="4 200" nfiles="4 6 16" ;; esac
+
 cd "$T" || exit 1
 # two configs, each with its own figure names, so a folder's set tells
 # which run made it; their shards (2 each) for merge
@@ -76,7 +80,7 @@ for what in run merge; do
     NORMCMP_TEST_STEP_MS=3 sh -c "$(cmd_of "$what" b "$dir")" >/dev/null 2>&1
     span=$((($(date +%s%N) - t0) / 1000000 + 30))
     landed=0
-    for i in $(seq 1 10); do
+    for i in $(seq 1 "$kills"); do
         tag=a
         [ $((i % 2)) -eq 0 ] && tag=b
         slow=$((i % 4 < 2 ? 3 : 0))
@@ -122,7 +126,7 @@ limit_case() { # $1 run|merge, $2 ulimit option, $3 value, $4 set tag
     if [ "$(left)" -eq 0 ]; then _ok; else _bad "left: $(find "$T" -maxdepth 1 -name '.*.tmp.*' -o -maxdepth 1 -name '.*.lock')"; fi
 }
 tag=b
-for v in 4 40 200 2000; do
+for v in $fsizes; do
     limit_case run -f "$v" "$tag"
     limit_case merge -f "$v" "$tag"
     tag=$([ "$tag" = a ] && echo b || echo a)
@@ -138,7 +142,7 @@ case "$BUILD" in
     done
     ;;
 esac
-for v in 4 6 8 10 12 16 24; do
+for v in $nfiles; do
     limit_case run -n "$v" "$tag"
     limit_case merge -n "$v" "$tag"
     tag=$([ "$tag" = a ] && echo b || echo a)
