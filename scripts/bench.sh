@@ -1,5 +1,6 @@
 #!/bin/sh
-# make bench: time normcmp on a 4096 x 4096 float32 LayerNorm layer.
+# make bench: time normcmp on a 4096 x 4096 float32 LayerNorm layer, and
+# what flushing its outputs to disk (fsync) costs.
 #
 #   BENCH_REPEATS=5      repeats per measurement (medians are reported)
 #   BENCH_REFERENCE=1    also time the NumPy + SciPy + Matplotlib pipelines
@@ -45,6 +46,40 @@ for what in "fit --no-jacobian" "fit --no-dropin" "fit"; do
     printf '  normcmp %-18s median %6.2f s  (runs:%s)  peak RSS %d MB (file %d MB)\n' \
         "$what" "$med" "$walls" $((rss / 1024)) $(($(stat -c %s "$data") / 1048576))
 done
+echo "  load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+
+# durability (docs/outputs.md): the outputs' fsyncs, timed inside the
+# calls by strace (-c -w: wall time spent in each call), beside the whole
+# command's wall time without strace
+echo "== durability: time inside fsync (strace -c -w), medians of $reps =="
+echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for what in "fit data/vit4mnist/ln00_input.npy data/vit4mnist/ln05_input.npy data/vit4mnist/ln11_input.npy" \
+    "run configs/demo.json"; do
+    case $what in
+    fit*) label="fit of data/vit4mnist's 3 layers" ;;
+    *) label="run configs/demo.json (figures)" ;;
+    esac
+    syncs="" walls="" calls=0
+    i=0
+    while [ $i -lt "$reps" ]; do
+        # shellcheck disable=SC2086
+        strace -f -c -w -e trace=fsync,fdatasync -o "$dir/strace.txt" "$NC" $what --out "$dir/dur" \
+            --quiet >/dev/null
+        line=$(awk '$NF == "total" { print $2, $4 }' "$dir/strace.txt")
+        syncs="$syncs ${line% *}"
+        calls=${line#* }
+        # shellcheck disable=SC2086
+        out=$( { /usr/bin/time -f '%e' "$NC" $what --out "$dir/dur" --quiet >/dev/null; } 2>&1 | tail -n 1)
+        walls="$walls $out"
+        i=$((i + 1))
+    done
+    med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+    # shellcheck disable=SC2086
+    printf '  normcmp %-34s %2d fsync calls: median %.4f s inside them, of the command'"'"'s %.2f s\n' \
+        "$label" "$calls" "$(med $syncs)" "$(med $walls)"
+done
+rm -rf "$dir/dur"
 echo "  load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 

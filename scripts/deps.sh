@@ -8,7 +8,7 @@
 #                           PyTorch and Pillow for the activation dump script,
 #                           GNU parallel (the sharded-run test), chromium
 #                           (the browser test of index.html), groff (the man
-#                           page check)
+#                           page check), strace (the durability test)
 #   scripts/deps.sh fuzz    test + clang and its sanitizer/fuzzer runtime
 #   scripts/deps.sh bench   test + Matplotlib (the reference pipeline) + hyperfine
 #
@@ -23,7 +23,8 @@ build="build-essential pkg-config libpng-dev libcjson-dev libopenblas-serial-dev
 test="$build python3 python3-numpy python3-scipy python3-torch python3-pil
 parallel
 chromium
-groff-base"
+groff-base
+strace"
 case "$group" in
 build) pkgs=$build ;;
 test) pkgs=$test ;;

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Run the libFuzzer targets tests/fuzz/fuzz_<target>.c (npy, safetensors,
-# config) for SECONDS each (default 60; what `make fuzz` runs).
+# config, index, shard_report, sharded) for SECONDS each (default 60; what
+# `make fuzz` runs).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET ...]
 #   FUZZ_JOBS=2 scripts/fuzz.sh 600        run up to 2 targets at a time
@@ -25,7 +26,7 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-npy safetensors config index}
+targets=${*:-npy safetensors config index shard_report sharded}
 case "$seconds" in '' | *[!0-9]*)
     echo "fuzz.sh: SECONDS must be a whole number, found '$seconds'" >&2
     exit 2
@@ -225,6 +226,81 @@ cat >"$OUT/config.dict" <<'EOF'
 "9007199254740992"
 "1e309"
 "\\u0000"
+EOF
+
+cat >"$OUT/shard_report.dict" <<'EOF'
+"\"tool\""
+"\"name\""
+"\"version\""
+"\"normcmp\""
+"\"command\""
+"\"config\""
+"\"output\""
+"\"source\""
+"\"shard\""
+"\"index\""
+"\"count\""
+"\"config_sha256\""
+"\"layers\""
+"\"analysed\""
+"\"inputs\""
+"\"outputs\""
+"\"path\""
+"\"format\""
+"\"layer\""
+"\"sha256\""
+"\"bytes\""
+"\"norm\""
+"\"layernorm\""
+"\"rmsnorm\""
+"\"eps\""
+"\"tokens\""
+"\"dim\""
+"\"input_stats\""
+"\"fit_data\""
+"\"points\""
+"\"fits\""
+"\"jacobian\""
+"\"surrogates\""
+"\"backprop_rel_err\""
+"\"dyt\""
+"\"alpha\""
+"\"gamma\""
+"\"theory_alpha\""
+"\"r2\""
+"\"report.json\""
+"\"../x.png\""
+"1e999"
+"-1e999"
+"9007199254740993"
+"100001"
+"null"
+"\\u0000"
+"\\ud800"
+"\xc0\xaf"
+"\xed\xa0\x80"
+EOF
+cat >"$OUT/sharded.dict" <<'EOF'
+"|SHARD|"
+"@fifo"
+"@dir"
+"@gone"
+"@none"
+"@link:s1.safetensors"
+"\"weight_map\""
+"\"metadata\""
+"\"s1.safetensors\""
+"\"s2.safetensors\""
+"\"s3.safetensors\""
+"\"../s1.safetensors\""
+"\"/s1.safetensors\""
+"\"dtype\""
+"\"shape\""
+"\"data_offsets\""
+"\"__metadata__\""
+"\"F32\""
+"\"BF16\""
+"\"F16\""
 EOF
 
 # ---- run

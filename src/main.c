@@ -92,6 +92,9 @@ static void install_handlers(void)
     sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGBUS, &sa, NULL);
+    /* a file-size limit (ulimit -f) is a failed write like a full disk:
+     * write() then fails with EFBIG, and the error path cleans up */
+    signal(SIGXFSZ, SIG_IGN);
     const int stops[3] = {SIGINT, SIGTERM, SIGHUP};
     for (int k = 0; k < 3; k++) {
         struct sigaction si;

@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "report/report.h"
 #include "util/outfile.h"
 #include "util/progress.h"
+#include "util/readfile.h"
 
 int cli_fail(const nc_err *err)
 {
@@ -185,24 +187,18 @@ static void print_sweep_summary(const nc_plan *plan)
         }
 }
 
+/* The config as read again for its copy: without blocking, a regular file,
+ * no larger than a config may be (util/readfile.h). */
 static int copy_config(nc_outset *set, const char *config_path, nc_err *err)
 {
-    FILE *f = fopen(config_path, "rb");
-    if (!f)
-        return nc_err_set_errno(err, NC_EIO, errno, "%s: cannot reopen config file", config_path);
-    nc_membuf mb = {0};
-    nc_sink sink = nc_membuf_sink(&mb);
-    char buf[65536];
-    size_t n;
-    int rc = 0;
-    while (!rc && (n = fread(buf, 1, sizeof buf, f)) > 0)
-        rc = nc_sink_write(&sink, buf, n, err);
-    if (!rc && ferror(f))
-        rc = nc_err_set_errno(err, NC_EIO, errno, "%s: cannot read config file", config_path);
-    fclose(f);
+    const nc_infile in = {.noun = "config file", .max_bytes = NC_CONFIG_MAX_BYTES,
+                          .dirfd = AT_FDCWD};
+    char *text;
+    size_t len;
+    int rc = nc_infile_read(config_path, &in, &text, &len, err);
     if (!rc)
-        rc = nc_outset_add(set, "config.json", mb.data ? (const char *)mb.data : "", mb.len, err);
-    nc_membuf_free(&mb);
+        rc = nc_outset_add(set, "config.json", text, len, err);
+    free(text);
     return rc;
 }
 

@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -29,7 +30,9 @@
 #include "report/dropin_out.h"
 #include "report/html.h"
 #include "report/shard.h"
+#include "report/shardcheck.h"
 #include "util/outfile.h"
+#include "util/readfile.h"
 
 #define MERGE_MAX_FILES 65536
 
@@ -44,48 +47,69 @@ static const char merge_help[] =
     "  -q, --quiet                no messages on stderr\n"
     "  -h, --help                 this help\n";
 
+/* What merge reads from a shard folder (an untrusted folder: every file is
+ * opened without blocking, must be a regular file inside the folder, not
+ * reached through a link leading out of it, and is read up to a bound;
+ * util/readfile.h). */
+#define MERGE_COPY_MAX_BYTES ((uint64_t)4 << 30) /* above any figure: 20000^2 RGBA pixels */
+#define DROPIN_MAX_BYTES ((uint64_t)1 << 30)     /* a shard's drop-in file: (2d + 1) floats a
+                                                  * layer, 1 GB is 130k layers of d = 1024 */
+
 typedef struct shard {
     const char *dir;
-    cJSON *root;
-    const cJSON *block;     /* root.shard */
-    size_t index, count;
-    const char *sha;
+    nc_shard_report rep; /* the checked report.json (report/shardcheck.h) */
+    const cJSON *root;   /* rep.root */
+    const cJSON *block;  /* root.shard */
+    size_t index, count; /* K and N */
+    const char *sha;     /* shard.config_sha256 */
 } shard;
 
-/* Reads a whole file (NUL-terminated) into *buf. */
-static int read_all(const char *path, char **buf, size_t *len, nc_err *err)
+/* err's message again, as merge's ("merge: <message>"), same code. */
+static int as_merge(nc_err *err, const nc_err *e)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return nc_err_set_errno(err, NC_EINVAL, errno, "%s: cannot open", path);
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap);
-    for (size_t r; b && (r = fread(b + n, 1, cap - n - 1, f)) > 0;) {
-        n += r;
-        if (cap - n - 1 == 0) {
-            char *g = realloc(b, cap * 2);
-            if (!g) {
-                free(b);
-                b = NULL;
-            }
-            b = g;
-            cap *= 2;
-        }
+    return nc_err_set(err, e->code ? e->code : NC_EINTERNAL, "merge: %s", e->msg);
+}
+
+/* Opens dir/name for reading as an untrusted file (see above): *fd and
+ * *st on success; messages name "dir/name" (shown, shown_len bytes). */
+static int shard_open(const char *dir, const char *name, const char *noun, uint64_t max,
+                      int *fd, struct stat *st, char *shown, size_t shown_len, nc_err *err)
+{
+    snprintf(shown, shown_len, "%s/%s", dir, name);
+    *fd = -1;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        int e = errno;
+        return nc_err_set_errno(err, e == EMFILE || e == ENFILE || e == ENOMEM ? NC_EIO
+                                                                               : NC_EINVAL,
+                                e, "%s: cannot open the shard folder", dir);
     }
-    int rc = 0;
-    if (!b)
-        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory", path);
-    else if (ferror(f))
-        rc = nc_err_set_errno(err, NC_EIO, errno, "%s: cannot read", path);
-    fclose(f);
-    if (rc) {
-        free(b);
-        return rc;
+    const nc_infile in = {.noun = noun, .max_bytes = max, .dirfd = dfd, .beneath = true,
+                          .shown = shown};
+    int rc = nc_infile_open(name, &in, fd, st, err);
+    close(dfd);
+    return rc;
+}
+
+/* dir/name whole into *buf (NUL-terminated), as shard_open opens it. */
+static int shard_read(const char *dir, const char *name, const char *noun, uint64_t max,
+                      char **buf, size_t *len, nc_err *err)
+{
+    char shown[4096];
+    snprintf(shown, sizeof shown, "%s/%s", dir, name);
+    *buf = NULL;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        int e = errno;
+        return nc_err_set_errno(err, e == EMFILE || e == ENFILE || e == ENOMEM ? NC_EIO
+                                                                               : NC_EINVAL,
+                                e, "%s: cannot open the shard folder", dir);
     }
-    b[n] = '\0';
-    *buf = b;
-    *len = n;
-    return 0;
+    const nc_infile in = {.noun = noun, .max_bytes = max, .dirfd = dfd, .beneath = true,
+                          .shown = shown};
+    int rc = nc_infile_read(name, &in, buf, len, err);
+    close(dfd);
+    return rc;
 }
 
 static const char *jstr(const cJSON *o, const char *key)
@@ -100,41 +124,32 @@ static double jnum(const cJSON *o, const char *key)
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+/* Reads and checks dir/report.json (report/shardcheck.h). */
 static int load_shard(const char *dir, shard *s, nc_err *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/report.json", dir);
-    char *text;
-    size_t len;
-    nc_err first = {0}; /* err keeps its first message: say it our way */
-    int rc = read_all(path, &text, &len, &first);
-    if (rc)
+    s->dir = dir;
+    struct stat st;
+    if (stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR))
         return nc_err_set(err, NC_EINVAL, "merge: %s: cannot read (expected the output folder "
                           "of 'normcmp run CONFIG --shard K/N')", path);
-    s->dir = dir;
-    s->root = cJSON_ParseWithLength(text, len);
-    free(text);
-    if (!s->root)
-        return nc_err_set(err, NC_EINVAL, "merge: %s: not valid JSON", path);
+    char *text;
+    size_t len;
+    nc_err e = {0}; /* said again as merge's */
+    int rc = shard_read(dir, "report.json", "shard report", NC_SHARD_REPORT_MAX_BYTES, &text,
+                        &len, &e);
+    if (!rc) {
+        rc = nc_shard_report_parse(text, len, path, &s->rep, &e);
+        free(text);
+    }
+    if (rc)
+        return as_merge(err, &e);
+    s->root = s->rep.root;
     s->block = cJSON_GetObjectItemCaseSensitive(s->root, "shard");
-    const cJSON *config = cJSON_GetObjectItemCaseSensitive(s->root, "config");
-    if (!cJSON_IsObject(s->block) || !cJSON_IsObject(config))
-        return nc_err_set(err, NC_EINVAL, "merge: %s: shard: missing (expected the report of "
-                          "'normcmp run CONFIG --shard K/N')", path);
-    double k = jnum(s->block, "index"), n = jnum(s->block, "count");
-    s->sha = jstr(s->block, "config_sha256");
-    if (!(n >= 1 && k >= 1 && k <= n && k == floor(k) && n == floor(n)) || !s->sha ||
-        !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(s->block, "layers")))
-        return nc_err_set(err, NC_EINVAL, "merge: %s: shard: expected index, count, "
-                          "config_sha256 and layers", path);
-    s->index = (size_t)k;
-    s->count = (size_t)n;
-    char sha[65];
-    if (!nc_report_config_sha256(config, sha))
-        return nc_err_set(err, NC_ENOMEM, "out of memory");
-    if (strcmp(sha, s->sha) != 0)
-        return nc_err_set(err, NC_EINVAL, "merge: %s: shard.config_sha256 does not match its "
-                          "config block (was the report edited?)", path);
+    s->index = s->rep.index;
+    s->count = s->rep.count;
+    s->sha = s->rep.sha;
     return 0;
 }
 
@@ -322,27 +337,42 @@ static bool listed(const outlist *o, const char *name)
 
 static int list_add(outlist *o, const char *name, nc_err *err)
 {
-    if (o->n >= MERGE_MAX_FILES || !(o->name[o->n] = strdup(name)))
-        return nc_err_set(err, NC_ENOMEM, "merge: too many output files");
+    if (o->n >= MERGE_MAX_FILES)
+        return nc_err_set(err, NC_EINVAL, "merge: the shards list more than %d output files",
+                          MERGE_MAX_FILES);
+    if (!(o->name[o->n] = strdup(name)))
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
     o->n++;
     return 0;
 }
 
-/* Copies dir/name into the output set. */
+/* Copies dir/name into the output set, streamed (never whole in memory),
+ * its permissions never wider than the shard's file. */
 static int copy_into(nc_outset *set, const char *dir, const char *name, nc_err *err)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    char *buf;
-    size_t len;
-    nc_err first = {0};
-    int rc = read_all(path, &buf, &len, &first);
+    char shown[4096];
+    int fd;
+    struct stat st;
+    nc_err e = {0};
+    int rc = shard_open(dir, name, "output file", MERGE_COPY_MAX_BYTES, &fd, &st, shown,
+                        sizeof shown, &e);
     if (rc)
-        return nc_err_set(err, NC_EINVAL, "merge: %s: listed in its report's outputs but "
-                          "cannot be read", path);
-    rc = nc_outset_add(set, name, buf, len, err);
-    free(buf);
+        return as_merge(err, &e);
+    rc = nc_outset_add_copy(set, name, fd, (uint64_t)st.st_size, st.st_mode, shown, err);
+    close(fd);
     return rc;
+}
+
+/* Whether shard s lists name among its outputs. */
+static bool lists_output(const shard *s, const char *name)
+{
+    const cJSON *f;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(s->root, "outputs"))
+    {
+        if (strcmp(f->valuestring, name) == 0)
+            return true;
+    }
+    return false;
 }
 
 /* The drop-in file kind (report/dropin_out.h) named name, or -1. */
@@ -352,18 +382,6 @@ static int dropin_kind(const char *name)
         if (strcmp(name, nc_dropin_file((nc_dropin_kind)k)) == 0)
             return k;
     return -1;
-}
-
-/* Whether shard s lists file in its outputs. */
-static bool lists(const shard *s, const char *file)
-{
-    const cJSON *f;
-    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(s->root, "outputs"))
-    {
-        if (cJSON_IsString(f) && strcmp(f->valuestring, file) == 0)
-            return true;
-    }
-    return false;
 }
 
 /* One drop-in file from the shards' (docs/dropin.md): each layer's
@@ -391,10 +409,14 @@ static int merge_dropin_kind(const shard *s, size_t n, nc_dropin_kind k, nc_outs
     for (size_t q = 0; q < n && !rc; q++) {
         snprintf(path[q], sizeof path[q], "%s/%s", s[q].dir, file);
         paths[q] = path[q];
-        nc_err first = {0};
-        if (!lists(&s[q], file) || read_all(path[q], &buf[q], &len[q], &first))
-            rc = nc_err_set(err, NC_EINVAL, "merge: %s: cannot read (expected the drop-in "
-                            "file every shard of a run writes; docs/dropin.md)", path[q]);
+        nc_err e = {0};
+        if (!lists_output(&s[q], file))
+            rc = nc_err_set(err, NC_EINVAL, "merge: %s: not in the shard's outputs (expected "
+                            "the drop-in file every shard of a run writes; docs/dropin.md)",
+                            path[q]);
+        else if (shard_read(s[q].dir, file, "drop-in file", DROPIN_MAX_BYTES, &buf[q], &len[q],
+                            &e))
+            rc = as_merge(err, &e);
     }
     if (!rc)
         rc = nc_report_dropin_merge(names, nl, owner, (const unsigned char *const *)buf, len,
@@ -419,7 +441,7 @@ static int merge_dropin_kind(const shard *s, size_t n, nc_dropin_kind k, nc_outs
 static int merge_dropin(const shard *s, size_t n, nc_outset *set, outlist *outs, nc_err *err)
 {
     for (int k = 0; k < NC_DROPIN_COUNT; k++) {
-        if (!lists(&s[0], nc_dropin_file((nc_dropin_kind)k)))
+        if (!lists_output(&s[0], nc_dropin_file((nc_dropin_kind)k)))
             continue;
         int rc = merge_dropin_kind(s, n, (nc_dropin_kind)k, set, outs, err);
         if (rc)
@@ -428,32 +450,54 @@ static int merge_dropin(const shard *s, size_t n, nc_outset *set, outlist *outs,
     return 0;
 }
 
-/* The shards' files (config.json once), each name once. */
+/* What merge does with a file a shard's "outputs" lists. A kind of output
+ * that merge combines from every shard gets its own case here. */
+typedef enum out_kind {
+    OUT_COPY,     /* a layer's figure or CSV: written by one shard, copied */
+    OUT_ONCE,     /* the config copy: the same in every shard, copied once */
+    OUT_REDONE,   /* index.html: written again for the merged report */
+    OUT_COMBINED  /* a drop-in file: every shard's layers combined (merge_dropin) */
+} out_kind;
+
+static out_kind output_kind(const char *name)
+{
+    if (strcmp(name, "index.html") == 0)
+        return OUT_REDONE;
+    if (dropin_kind(name) >= 0)
+        return OUT_COMBINED;
+    if (strcmp(name, "config.json") == 0)
+        return OUT_ONCE;
+    return OUT_COPY;
+}
+
+/* The shards' files, each name once (their lists are checked: plain,
+ * distinct names; report/shardcheck.h). */
 static int copy_outputs(const shard *s, size_t n, nc_outset *set, outlist *outs, nc_err *err)
 {
     for (size_t k = 0; k < n; k++) {
         const cJSON *f;
         cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(s[k].root, "outputs"))
         {
-            if (!cJSON_IsString(f) || strchr(f->valuestring, '/') ||
-                strcmp(f->valuestring, "index.html") == 0 || dropin_kind(f->valuestring) >= 0)
-                continue; /* the drop-in files are combined (merge_dropin) */
-            bool config = strcmp(f->valuestring, "config.json") == 0;
-            if (listed(outs, f->valuestring)) {
-                if (config)
+            const char *name = f->valuestring;
+            out_kind kind = output_kind(name);
+            if (kind == OUT_REDONE || kind == OUT_COMBINED)
+                continue;
+            if (listed(outs, name)) {
+                if (kind == OUT_ONCE)
                     continue;
                 return nc_err_set(err, NC_EINVAL, "merge: two shards wrote '%s' (the second "
-                                  "is %s): overlapping shards?", f->valuestring, s[k].dir);
+                                  "is %s): overlapping shards?", name, s[k].dir);
             }
-            int rc = copy_into(set, s[k].dir, f->valuestring, err);
+            int rc = copy_into(set, s[k].dir, name, err);
             if (!rc)
-                rc = list_add(outs, f->valuestring, err);
+                rc = list_add(outs, name, err);
             if (rc)
                 return rc;
         }
     }
     return 0;
 }
+
 
 /* The run-level figures of the config that need only per-layer numbers. */
 static int run_figures(const shard *s0, const cJSON *root, const char *command, bool quiet,
@@ -462,11 +506,13 @@ static int run_figures(const shard *s0, const cJSON *root, const char *command, 
     char path[4096], *text;
     size_t len;
     snprintf(path, sizeof path, "%s/config.json", s0->dir);
-    if (access(path, R_OK) != 0)
+    if (!lists_output(s0, "config.json"))
         return 0; /* no copy of the config: no figures were asked for */
-    int rc = read_all(path, &text, &len, err);
+    nc_err e = {0};
+    int rc = shard_read(s0->dir, "config.json", "config file", NC_CONFIG_MAX_BYTES, &text, &len,
+                        &e);
     if (rc)
-        return rc;
+        return as_merge(err, &e);
     nc_config *cfg = NULL;
     const char *source = jstr(cJSON_GetObjectItemCaseSensitive(root, "config"), "source");
     rc = nc_config_parse(text, len, source ? source : path, &cfg, err);
@@ -492,6 +538,9 @@ static int run_figures(const shard *s0, const cJSON *root, const char *command, 
                                        nkeep * 3, &nf, err)
                    : nc_err_set(err, NC_ENOMEM, "out of memory");
         for (size_t k = 0; k < nf; k++) {
+            if (!rc && listed(outs, files[k]))
+                rc = nc_err_set(err, NC_EINVAL, "merge: a shard's outputs list '%s', a run-level "
+                                "figure merge draws itself (a shard never writes it)", files[k]);
             if (!rc)
                 rc = list_add(outs, files[k], err);
             free(files[k]);
@@ -515,12 +564,23 @@ static int merged_root(const shard *s, size_t n, const char *out, const char *co
     if (!root)
         return nc_err_set(err, NC_ENOMEM, "out of memory");
     cJSON *tool = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(s[0].root, "tool"), true);
-    cJSON *config = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(s[0].root, "config"), true);
-    if (!tool || !config || !cJSON_AddItemToObject(root, "tool", tool) ||
-        !cJSON_AddStringToObject(root, "command", command) ||
-        !cJSON_AddItemToObject(root, "config", config) ||
-        !cJSON_ReplaceItemInObjectCaseSensitive(config, "output", cJSON_CreateString(out)))
+    if (!tool || !cJSON_AddItemToObject(root, "tool", tool)) {
+        cJSON_Delete(tool);
         return nc_err_set(err, NC_ENOMEM, "out of memory");
+    }
+    if (!cJSON_AddStringToObject(root, "command", command))
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    cJSON *config = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(s[0].root, "config"), true);
+    if (!config || !cJSON_AddItemToObject(root, "config", config)) {
+        cJSON_Delete(config);
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    }
+    /* config.output is in every checked shard report: it becomes OUT */
+    cJSON *output = cJSON_CreateString(out);
+    if (!output || !cJSON_ReplaceItemInObjectCaseSensitive(config, "output", output)) {
+        cJSON_Delete(output);
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    }
     int rc = merge_layers(s, n, root, err);
     if (rc)
         return rc;
@@ -538,37 +598,6 @@ static int merged_root(const shard *s, size_t n, const char *out, const char *co
             return nc_err_set(err, NC_ENOMEM, "out of memory");
     }
     return from ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory");
-}
-
-/* Turns every number below node into raw text that reads back exactly, as
- * the report writes them (report.c: the shortest of %.15g, %.16g, %.17g
- * that round-trips; cJSON's own printer keeps 15 digits that only come
- * close). False when out of memory. */
-static bool exact_numbers(cJSON *node)
-{
-    cJSON *c = node->child;
-    while (c) {
-        cJSON *next = c->next;
-        if (cJSON_IsNumber(c)) {
-            char buf[40];
-            for (int prec = 15; prec <= 17; prec++) {
-                snprintf(buf, sizeof buf, "%.*g", prec, c->valuedouble);
-                if (strtod(buf, NULL) == c->valuedouble)
-                    break;
-            }
-            cJSON *raw = cJSON_CreateRaw(buf);
-            if (!raw)
-                return false;
-            raw->string = c->string; /* the key moves to the new node */
-            c->string = NULL;
-            if (!cJSON_ReplaceItemViaPointer(node, c, raw))
-                return false;
-        } else if ((cJSON_IsObject(c) || cJSON_IsArray(c)) && !exact_numbers(c)) {
-            return false;
-        }
-        c = next;
-    }
-    return true;
 }
 
 /* Writes everything into out through one output set. */
@@ -598,7 +627,7 @@ static int write_merged(const shard *s, size_t n, const char *out, const char *c
             list = NULL;
     if (!rc && !list)
         rc = nc_err_set(err, NC_ENOMEM, "out of memory");
-    if (!rc && !exact_numbers(root))
+    if (!rc && !nc_report_exact_numbers(root))
         rc = nc_err_set(err, NC_ENOMEM, "out of memory");
     if (!rc) {
         /* cJSON_Print's text and a final newline, as nc_report_json writes */
@@ -680,7 +709,7 @@ int cli_merge(int argc, char **argv)
         fprintf(stderr, "normcmp: merged %zu shards into %s/report.json and index.html\n", n,
                 out);
     for (size_t k = 0; s && k < n; k++)
-        cJSON_Delete(s[k].root);
+        nc_shard_report_free(&s[k].rep);
     free(s);
     free(command);
     return status ? status : cli_finish_stdout(0);

@@ -30,7 +30,6 @@
 #include "config/config_internal.h"
 #include "io/jsondoc.h"
 
-#define CONFIG_MAX_BYTES (16u << 20)
 
 const char *nc_comp_name(int comp)
 {
@@ -519,19 +518,19 @@ int nc_config_load(const char *path, nc_config **out, nc_err *err)
         return nc_err_set(err, NC_EINVAL, "%s: not a regular file, expected a JSON config file",
                           path);
     }
-    char *buf = malloc(CONFIG_MAX_BYTES + 1);
+    char *buf = malloc(NC_CONFIG_MAX_BYTES + 1);
     if (!buf) {
         fclose(f);
         return nc_err_set(err, NC_ENOMEM, "%s: out of memory", path);
     }
-    size_t n = fread(buf, 1, CONFIG_MAX_BYTES + 1, f);
+    size_t n = fread(buf, 1, NC_CONFIG_MAX_BYTES + 1, f);
     int rc = 0;
     if (ferror(f))
         rc = nc_err_set_errno(err, errno == EISDIR ? NC_EINVAL : NC_EIO, errno,
                               "%s: cannot read config file", path);
-    else if (n > CONFIG_MAX_BYTES)
+    else if (n > NC_CONFIG_MAX_BYTES)
         rc = nc_err_set(err, NC_EINVAL, "%s: config file larger than %u bytes", path,
-                        CONFIG_MAX_BYTES);
+                        NC_CONFIG_MAX_BYTES);
     else if (n == 0)
         rc = nc_err_set(err, NC_EINVAL, "%s: empty config file (expected a JSON object)", path);
     fclose(f);

@@ -125,6 +125,9 @@ int nc_config_alloc(const char *source, nc_config **out, nc_err *err);
 /* Appends an empty layer and returns it through *layer (owned by cfg). */
 int nc_config_add_layer(nc_config *cfg, nc_config_layer **layer, nc_err *err);
 
+/* The largest config file read, in bytes. */
+#define NC_CONFIG_MAX_BYTES (16u << 20)
+
 /* Reads and validates a config file. */
 int nc_config_load(const char *path, nc_config **out, nc_err *err);
 

@@ -25,42 +25,58 @@
 enum kind { KIND_NPY, KIND_SAFETENSORS, KIND_MEMORY, KIND_SHARDS };
 
 /* Live mappings, for nc_dump_fault_path (a signal handler cannot take a
- * lock or follow the dumps' lists). Written before being marked used.
- * Room for a model dumped one shard per module (a 70B model has 161 norm
- * sites); only the entries used are ever touched. */
-#define MAPS_TRACKED 4096
-static struct {
+ * lock or follow the dumps' lists): a list with no fixed length, each
+ * node naming a dump's own path (not a copy cut to a fixed size, so any
+ * path is named whole). Nodes are pushed at the head and never freed; one
+ * no longer in use is taken again by the next mapping. */
+typedef struct map_node {
+    struct map_node *next;
     const unsigned char *start;
     size_t len;
-    char path[1024];
-} maps[MAPS_TRACKED];
-static volatile sig_atomic_t maps_used[MAPS_TRACKED];
+    const char *path; /* the dump's, valid while the mapping lives */
+    volatile sig_atomic_t used;
+} map_node;
+
+static map_node *maps_head;
 
 static void map_track(const unsigned char *start, size_t len, const char *path)
 {
-    for (int k = 0; k < MAPS_TRACKED; k++)
-        if (!maps_used[k]) {
-            maps[k].start = start;
-            maps[k].len = len;
-            snprintf(maps[k].path, sizeof maps[k].path, "%s", path);
-            maps_used[k] = 1;
-            return;
-        }
+    map_node *m = __atomic_load_n(&maps_head, __ATOMIC_ACQUIRE);
+    for (; m; m = m->next) {
+        sig_atomic_t free_slot = 0;
+        if (__atomic_compare_exchange_n(&m->used, &free_slot, 2, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            break; /* taken (2: being filled, not yet read by the handler) */
+    }
+    if (!m) {
+        if (!(m = calloc(1, sizeof *m)))
+            return; /* out of memory: a fault there names "an input file" */
+        m->used = 2;
+        map_node *h = __atomic_load_n(&maps_head, __ATOMIC_ACQUIRE);
+        do
+            m->next = h;
+        while (!__atomic_compare_exchange_n(&maps_head, &h, m, true, __ATOMIC_RELEASE,
+                                            __ATOMIC_ACQUIRE));
+    }
+    m->start = start;
+    m->len = len;
+    m->path = path;
+    __atomic_store_n(&m->used, 1, __ATOMIC_RELEASE);
 }
 
 static void map_untrack(const unsigned char *start)
 {
-    for (int k = 0; k < MAPS_TRACKED; k++)
-        if (maps_used[k] && maps[k].start == start)
-            maps_used[k] = 0;
+    for (map_node *m = __atomic_load_n(&maps_head, __ATOMIC_ACQUIRE); m; m = m->next)
+        if (m->used == 1 && m->start == start)
+            __atomic_store_n(&m->used, 0, __ATOMIC_RELEASE);
 }
 
 const char *nc_dump_fault_path(const void *addr)
 {
     const unsigned char *a = addr;
-    for (int k = 0; k < MAPS_TRACKED; k++)
-        if (maps_used[k] && a >= maps[k].start && a < maps[k].start + maps[k].len)
-            return maps[k].path;
+    for (map_node *m = __atomic_load_n(&maps_head, __ATOMIC_ACQUIRE); m; m = m->next)
+        if (m->used == 1 && a >= m->start && a < m->start + m->len)
+            return m->path;
     return NULL;
 }
 
@@ -193,7 +209,7 @@ static int open_file(const char *path, bool shards_ok, nc_dump **out, nc_err *er
         goto out;
     }
     dump->map = m;
-    map_track(dump->map, dump->len, path);
+    map_track(dump->map, dump->len, dump->path);
 
     static const unsigned char npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
     if (dump->len >= 6 && memcmp(dump->map, npy_magic, 6) == 0) {

@@ -103,9 +103,10 @@ nc_dump_hasher *nc_dump_hasher_start(nc_dump *const *dumps, size_t n);
  * cached in their dumps. Accepts NULL. */
 void nc_dump_hasher_stop(nc_dump_hasher *h);
 
-/* The path of the mapped dump whose mapping contains addr, or NULL.
- * Async-signal-safe (reads a fixed table): for the CLI's SIGBUS handler,
- * which names the file that shrank while it was being read. */
+/* The path of the mapped dump whose mapping contains addr (the whole
+ * path, as the dump was opened), or NULL. Async-signal-safe (walks a list
+ * of the live mappings with no fixed length, without locks): for the CLI's
+ * SIGBUS handler, which names the file that shrank while it was read. */
 const char *nc_dump_fault_path(const void *addr);
 
 /* Memory of a mapped tensor (docs/whole_models.md): need = true maps its

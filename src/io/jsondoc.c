@@ -36,6 +36,12 @@ cJSON *nc_json_parse_doc(const char *text, size_t len, const char *path, int cod
                           : "outside a string (expected JSON white space)");
         return NULL;
     }
+    if (nc_json_escaped_nul(text, len, &bad_at)) {
+        line_col(text, bad_at, &line, &col);
+        nc_err_set(err, code, "%s: malformed JSON at line %d, column %d: the escape \\u0000 (a "
+                   "NUL character) inside a string, expected text without NUL", path, line, col);
+        return NULL;
+    }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
     if (root) {

@@ -1,8 +1,9 @@
 /*
  * jsondoc.h - one strict JSON document from a buffer (configs, safetensors
  * index files): what cJSON lets through and JSON forbids is refused (raw
- * control bytes inside strings, stray control bytes between tokens, text
- * after the document), with the line and column in the message.
+ * control bytes inside strings, stray control bytes between tokens, the
+ * escape \u0000 (which would cut a string short), text after the
+ * document), with the line and column in the message.
  */
 #ifndef NC_JSONDOC_H
 #define NC_JSONDOC_H

@@ -476,6 +476,24 @@ static int check_utf8_name(const char *path, const char *name, nc_err *err)
                       path, show(name).s, (unsigned char)name[bad], bad);
 }
 
+/* What cJSON lets through in strings and JSON forbids (util/jsonscan.h):
+ * a raw control byte, and the escape \u0000 that would cut a name short. */
+static int check_strings(const char *json, size_t H, const char *path, nc_err *err)
+{
+    size_t at;
+    if (nc_json_raw_control(json, H, &at))
+        return nc_err_set(err, NC_EFORMAT,
+                          "%s: header at offset %zu: found byte 0x%02x inside a string, expected "
+                          "control characters escaped (JSON)",
+                          path, 8 + at, (unsigned char)json[at]);
+    if (nc_json_escaped_nul(json, H, &at))
+        return nc_err_set(err, NC_EFORMAT,
+                          "%s: header at offset %zu: found the escape \\u0000 inside a string, "
+                          "expected names and values without NUL",
+                          path, 8 + at);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Public: parse and access                                            */
 /* ------------------------------------------------------------------ */
@@ -517,14 +535,9 @@ int nc_st_parse(const unsigned char *buf, size_t len, const char *path, nc_st **
                           path, found);
     }
 
-    size_t raw_at;
-    if (nc_json_raw_control(json, (size_t)H, &raw_at))
-        return nc_err_set(err, NC_EFORMAT,
-                          "%s: header at offset %zu: found byte 0x%02x inside a string, expected "
-                          "control characters escaped (JSON)",
-                          path, 8 + raw_at, (unsigned char)json[raw_at]);
-
-    int rc = 0;
+    int rc = check_strings(json, (size_t)H, path, err);
+    if (rc)
+        return rc;
     nc_st *st = calloc(1, sizeof *st);
     if (!st)
         return nc_err_set(err, NC_ENOMEM, "%s: out of memory", path);

@@ -4,8 +4,10 @@
 #include "io/shards.h"
 
 #include <cJSON.h>
+#include <stdbool.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "io/jsondoc.h"
+#include "util/readfile.h"
 
 #define INDEX_HINT                                                                         \
     " (expected a safetensors index: {\"weight_map\": {\"<tensor>\": \"<shard file>\"}})"
@@ -49,6 +52,20 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Whether the relative path p has a ".." step: the shards of an index
+ * are files in its folder or below it (docs/dumping.md). */
+static bool has_dotdot(const char *p)
+{
+    while (*p) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return true;
+        p += n;
+        p += strspn(p, "/");
+    }
+    return false;
+}
+
 /* The weight_map entries into ix (files not yet made distinct). */
 static int read_map(const cJSON *map, const char *path, nc_index *ix, char **names, nc_err *err)
 {
@@ -64,6 +81,10 @@ static int read_map(const cJSON *map, const char *path, nc_index *ix, char **nam
             return nc_err_set(err, NC_EFORMAT, "%s: weight_map.\"%s\": \"%s\" is an absolute "
                               "path (expected a file name relative to the index's folder)", path,
                               e->string, e->valuestring);
+        if (has_dotdot(e->valuestring))
+            return nc_err_set(err, NC_EFORMAT, "%s: weight_map.\"%s\": \"%s\" leads out of "
+                              "the index's folder (expected a file name inside it, without "
+                              "'..')", path, e->string, e->valuestring);
         if (!(ix->tensor[k] = strdup(e->string)) || !(names[k] = strdup(e->valuestring)))
             return nc_err_set(err, NC_ENOMEM, "%s: out of memory", path);
         ix->n = k + 1;
@@ -156,31 +177,19 @@ int nc_index_parse(const char *text, size_t len, const char *path, nc_index **ou
     return 0;
 }
 
-/* Reads a whole index file and parses it. */
+/* Reads a whole index file (a regular file, without blocking on a FIFO,
+ * at most NC_INDEX_MAX_BYTES: util/readfile.h) and parses it. */
 static int index_load(const char *path, nc_index **out, nc_err *err)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
-        return nc_err_set_errno(err, e == ENOENT || e == EACCES ? NC_EINVAL : NC_EIO, e,
-                                "%s: cannot open index file", path);
-    }
-    char *buf = malloc(NC_INDEX_MAX_BYTES + 1);
-    if (!buf) {
-        fclose(f);
-        return nc_err_set(err, NC_ENOMEM, "%s: out of memory", path);
-    }
-    size_t n = fread(buf, 1, NC_INDEX_MAX_BYTES + 1, f);
-    int rc = 0;
-    if (ferror(f))
-        rc = nc_err_set_errno(err, NC_EIO, errno, "%s: cannot read index file", path);
-    else if (n > NC_INDEX_MAX_BYTES)
-        rc = nc_err_set(err, NC_ERANGE, "%s: index file larger than %zu bytes", path,
-                        NC_INDEX_MAX_BYTES);
-    else
-        rc = nc_index_parse(buf, n, path, out, err);
-    fclose(f);
+    const nc_infile in = {.noun = "index file", .max_bytes = NC_INDEX_MAX_BYTES,
+                          .dirfd = AT_FDCWD};
+    char *buf;
+    size_t n;
+    int rc = nc_infile_read(path, &in, &buf, &n, err);
+    if (rc)
+        return rc;
+    rc = nc_index_parse(buf, n, path, out, err);
     free(buf);
     return rc;
 }
@@ -286,13 +295,23 @@ static int from_glob(const char *pattern, char ***files, size_t *nfiles, nc_err 
                           "files the pattern matches", pattern);
     int rc = 0;
     for (size_t k = 0; k < g.gl_pathc && !rc; k++) {
-        struct stat s;
-        if (stat(g.gl_pathv[k], &s) == 0 && S_ISREG(s.st_mode))
-            rc = push(files, nfiles, strdup(g.gl_pathv[k]), err);
+        /* a match that is not a readable regular file is refused, as the
+         * folder and index forms refuse it: nothing is skipped silently */
+        struct stat s, ls;
+        const char *m = g.gl_pathv[k];
+        if (stat(m, &s) != 0)
+            rc = lstat(m, &ls) == 0 && S_ISLNK(ls.st_mode)
+                     ? nc_err_set(err, NC_EINVAL, "%s: matches %s, a symbolic link to nothing "
+                                  "(expected safetensors shards)", pattern, m)
+                     : nc_err_set_errno(err, NC_EINVAL, errno, "%s: matches %s, which cannot "
+                                        "be read", pattern, m);
+        else if (!S_ISREG(s.st_mode))
+            rc = nc_err_set(err, NC_EINVAL, "%s: matches %s, %s (expected safetensors shards, "
+                            "regular files)", pattern, m, nc_file_kind(s.st_mode));
+        else
+            rc = push(files, nfiles, strdup(m), err);
     }
     globfree(&g);
-    if (!rc && *nfiles == 0)
-        rc = nc_err_set(err, NC_EINVAL, "%s: the pattern matches no regular file", pattern);
     if (!rc)
         qsort(*files, *nfiles, sizeof **files, cmp_str);
     return rc;

@@ -34,7 +34,8 @@ typedef struct nc_index {
  * only in messages. Checks: one JSON object (only white space after it), no
  * raw control character in a string, "weight_map" an object with at least
  * one entry, each key a non-empty tensor name listed once, each value a
- * non-empty relative file name (not starting with '/'). Returns 0 with *out
+ * non-empty relative file name (not starting with '/', no ".." step: a
+ * shard is in the index's folder or below it). Returns 0 with *out
  * owned by the caller (nc_index_free), or NC_EFORMAT with a one-line
  * message naming path and the field (NC_ENOMEM when out of memory); *out is
  * NULL on failure. */
@@ -53,10 +54,13 @@ int nc_index_named(const char *path);
  *    one is an error), else every *.safetensors file in it;
  *  - an index file: the files of its weight_map (*ix is then its parse,
  *    owned by the caller, to check against the shards);
- *  - a glob pattern (shell syntax) that names no existing file: the
- *    regular files it matches.
- * *ix is NULL unless an index was read. Errors (NC_EINVAL, exit 2): no
- * shard found, an unreadable folder or index, a bad index. */
+ *  - a glob pattern (shell syntax) that names no existing file: the files
+ *    it matches, every one of which must be a regular file (a dangling
+ *    link or a FIFO among them is refused, not skipped).
+ * An index file is read without blocking and only if it is a regular file
+ * (util/readfile.h). *ix is NULL unless an index was read. Errors
+ * (NC_EINVAL, exit 2): no shard found, an unreadable folder or index, an
+ * index that is not a regular file, a bad index. */
 int nc_shards_resolve(const char *spec, char ***files, size_t *nfiles, nc_index **ix,
                       nc_err *err);
 

@@ -3,6 +3,8 @@
  */
 #include "report/shard.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,4 +56,34 @@ bool nc_report_add_shard(cJSON *root, const nc_plan *plan)
             ok = cJSON_AddItemToArray(mine, cJSON_CreateString(l->name));
     }
     return ok;
+}
+
+bool nc_report_exact_numbers(cJSON *node)
+{
+    cJSON *c = node->child;
+    while (c) {
+        cJSON *next = c->next;
+        if (cJSON_IsNumber(c) && !isfinite(c->valuedouble)) {
+            /* never printed as "inf" (not JSON): null, as the report writes it */
+            c->type = (c->type & ~0xff) | cJSON_NULL; /* the flags above stay */
+        } else if (cJSON_IsNumber(c)) {
+            char buf[40];
+            for (int prec = 15; prec <= 17; prec++) {
+                snprintf(buf, sizeof buf, "%.*g", prec, c->valuedouble);
+                if (strtod(buf, NULL) == c->valuedouble)
+                    break;
+            }
+            cJSON *raw = cJSON_CreateRaw(buf);
+            if (!raw)
+                return false;
+            raw->string = c->string; /* the key moves to the new node */
+            c->string = NULL;
+            if (!cJSON_ReplaceItemViaPointer(node, c, raw))
+                return false;
+        } else if ((cJSON_IsObject(c) || cJSON_IsArray(c)) && !nc_report_exact_numbers(c)) {
+            return false;
+        }
+        c = next;
+    }
+    return true;
 }

@@ -35,4 +35,12 @@ bool nc_report_add_shard(cJSON *root, const nc_plan *plan);
  * layers. Errors: NC_ENOMEM. */
 int nc_report_add_run_from_layers(cJSON *root, nc_err *err);
 
+/* Turns every number below node into raw text that reads back as the same
+ * double, as the report writes them (report.c: the shortest of %.15g,
+ * %.16g, %.17g that round-trips; cJSON's own printer keeps 15 digits that
+ * only come close), and a number that is not finite into null (never
+ * "inf", which is not JSON). For `normcmp merge`, which copies numbers from
+ * shard reports. False when out of memory. */
+bool nc_report_exact_numbers(cJSON *node);
+
 #endif

@@ -22,4 +22,9 @@ bool nc_json_raw_control(const char *text, size_t n, size_t *pos);
  * such byte, NUL included, as if it were a space. *pos is its offset. */
 bool nc_json_bad_space(const char *text, size_t n, size_t *pos);
 
+/* True if text[0..n) has the escape \u0000 inside a string: cJSON decodes
+ * it into a NUL byte, which silently ends the C string ("x\u0000.npy"
+ * would become "x"). *pos is the offset of its backslash. */
+bool nc_json_escaped_nul(const char *text, size_t n, size_t *pos);
+
 #endif

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,61 +36,63 @@ static void release(nc_outfile *f)
     free(f);
 }
 
-int nc_outfile_open_ex(const char *path, bool lock, nc_outfile **out, nc_err *err)
+int nc_outfile_open_ex(const char *path, const nc_lock *cover, nc_outfile **out, nc_err *err)
 {
     *out = NULL;
     nc_outfile *f = calloc(1, sizeof *f);
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 32);
     char *dup = strdup(path);
     const char *base;
     char *dir = nc_path_dir(path, &base);
-    if (!f || !tmp || !dup || !dir) {
+    if (!f || !dup || !dir) {
         free(f);
-        free(tmp);
         free(dup);
         free(dir);
         return nc_err_set(err, NC_ENOMEM, "%s: out of memory", path);
     }
     f->lock.fd = -1;
     f->path = dup;
-    f->tmp = tmp;
     int rc = 0;
-    if (lock) {
-        /* ".<base>.lock" beside the target: one writer at a time, and what
-         * a killed writer left (".<base>.tmp.XXXXXX") can go */
-        char lname[300];
-        snprintf(lname, sizeof lname, ".%.*s.lock", 280, base);
+    if (strlen(base) > NAME_MAX) /* the user's to fix, like any bad name */
+        rc = nc_err_set(err, NC_EINVAL, "%s: file name longer than %d bytes", path, NAME_MAX);
+    if (!rc && !cover) {
+        /* ".<base>.lock" beside the target (the name cut to fit): one
+         * writer at a time, and what a killed writer left (".<base>.tmp.<its
+         * token>") can go */
+        char lname[NAME_MAX + 1];
+        snprintf(lname, sizeof lname, ".%.*s.lock", NAME_MAX - 6, base);
         char *lpath = nc_path_join(dir, lname);
-        rc = lpath ? nc_lock_take(lpath, path, &f->lock, err)
+        const nc_lock_scope scope = {.dir = dir, .base = base, .folder = NULL};
+        rc = lpath ? nc_lock_take(lpath, path, &scope, &f->lock, err)
                    : nc_err_set(err, NC_ENOMEM, "out of memory");
         free(lpath);
-        if (!rc)
-            nc_clean_stale(dir, base);
+        cover = &f->lock;
     }
+    /* ".<base>.tmp.<token>" beside the target, so rename stays in one fs */
+    char *tname = rc ? NULL : nc_lock_tmp_name(cover, base);
+    if (!rc && (!tname || !(f->tmp = nc_path_join(dir, tname))))
+        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory", path);
+    free(tname);
     free(dir);
     if (rc) {
         release(f);
         return rc;
     }
-    /* ".<base>.tmp.XXXXXX" beside the target, so rename stays in one fs */
-    size_t dirlen = (size_t)(base - path);
-    snprintf(tmp, n + 32, "%.*s.%s.tmp.XXXXXX", (int)dirlen, path, base);
-    int fd = mkostemp(tmp, O_CLOEXEC);
+    /* a new file (its name is the lock's token: a SIGKILL leaves it for
+     * the next run to remove), with the default mode for new files */
+    int fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd < 0) {
         int e = errno;
+        free(f->tmp);
+        f->tmp = NULL;
         release(f);
         return nc_err_set_errno(err, NC_EIO, e, "%s: cannot create output file", path);
     }
-    f->tr = nc_track_add(NC_TRACK_FILE, tmp);
-    mode_t um = umask(0);
-    umask(um);
-    fchmod(fd, 0666 & ~um); /* mkstemp makes 0600; results are for sharing */
+    f->tr = nc_track_add(NC_TRACK_FILE, f->tmp);
     f->fp = fdopen(fd, "wb");
     if (!f->fp) {
         int e = errno;
         close(fd);
-        unlink(tmp);
+        unlink(f->tmp);
         release(f);
         return nc_err_set_errno(err, NC_EIO, e, "%s: cannot open output file", path);
     }
@@ -99,7 +102,7 @@ int nc_outfile_open_ex(const char *path, bool lock, nc_outfile **out, nc_err *er
 
 int nc_outfile_open(const char *path, nc_outfile **out, nc_err *err)
 {
-    return nc_outfile_open_ex(path, true, out, err);
+    return nc_outfile_open_ex(path, NULL, out, err);
 }
 
 int nc_out_not_input(const char *out, const char *input, nc_err *err)
@@ -125,11 +128,20 @@ nc_sink nc_outfile_sink(nc_outfile *f)
     return (nc_sink){outfile_write, f};
 }
 
+int nc_outfile_fd(const nc_outfile *f)
+{
+    return f->fp ? fileno(f->fp) : -1;
+}
+
 int nc_outfile_finish(nc_outfile *f, nc_err *err)
 {
     int e = 0;
     if (fflush(f->fp) != 0 || ferror(f->fp))
         e = errno ? errno : EIO;
+    /* on the disk before it is renamed into place (docs/outputs.md
+     * "Durability") */
+    if (!e && fsync(fileno(f->fp)) != 0 && errno != EINVAL)
+        e = errno;
     if (fclose(f->fp) != 0 && !e)
         e = errno ? errno : EIO;
     f->fp = NULL;
@@ -166,7 +178,15 @@ int nc_outfile_commit(nc_outfile *f, nc_err *err)
         release(f);
         return rc;
     }
-    return nc_outfile_publish(f, err);
+    const char *base;
+    char *dir = nc_path_dir(f->path, &base); /* base dies with f */
+    rc = nc_outfile_publish(f, err);
+    /* and the new name on the disk too */
+    int e = !rc && dir ? nc_sync_dir(dir) : 0;
+    if (e)
+        rc = nc_err_set_errno(err, NC_EIO, e, "%s: cannot flush the folder to disk", dir);
+    free(dir);
+    return rc;
 }
 
 void nc_outfile_abort(nc_outfile *f)
@@ -175,7 +195,8 @@ void nc_outfile_abort(nc_outfile *f)
         return;
     if (f->fp)
         fclose(f->fp);
-    unlink(f->tmp);
+    if (f->tmp)
+        unlink(f->tmp);
     release(f);
 }
 

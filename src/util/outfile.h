@@ -13,6 +13,8 @@
 #define NC_OUTFILE_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "util/err.h"
 #include "util/sink.h"
@@ -62,6 +64,14 @@ int nc_outset_protect(nc_outset *set, const char *path);
 
 /* Writes buf as dir/name (name: a plain file name, no '/'). */
 int nc_outset_add(nc_outset *set, const char *name, const void *buf, size_t n, nc_err *err);
+
+/* Copies the regular file open as fd, nbytes bytes long, into the set as
+ * name (as nc_outset_add, without holding it in memory). The copy's
+ * permissions are at most mode's (a copy is never readable by more users
+ * than the file it copies). src names that file in messages; a file that
+ * turns out shorter than nbytes fails (NC_EIO). */
+int nc_outset_add_copy(nc_outset *set, const char *name, int fd, uint64_t nbytes, mode_t mode,
+                       const char *src, nc_err *err);
 
 /* Puts every file into place and frees set (even on failure, after
  * removing what is left). Accepts NULL. */

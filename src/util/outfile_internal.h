@@ -1,18 +1,22 @@
 /*
  * outfile_internal.h - what util/outfile.c, outset.c and outtrack.c share
  * (internal to them): the table of things a signal handler removes, the
- * lock files, stale temporaries, and small path helpers.
+ * lock files and what they record, leftovers of killed runs, and small
+ * path helpers.
  *
  *   outtrack.c  the tracking list, nc_outfile_unlink_all, the test delay,
- *               locks, removal of stale temporaries
+ *               folder and path helpers
+ *   outlock.c   locks, and the removal of what killed runs left
  *   outfile.c   one output file (temporary + rename), nc_mkdirs
  *   outset.c    sets of files, and a run's output folder swapped in whole
+ *   outold.c    the folder's earlier outputs, and the old folder after a swap
  */
 #ifndef NC_OUTFILE_INTERNAL_H
 #define NC_OUTFILE_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "util/err.h"
 
@@ -38,33 +42,83 @@ void nc_track_drop(nc_track *t);
  * outputs (nc_outfile_test_delay); nothing when it is 0. */
 void nc_out_step(void);
 
-/* A lock file held with flock(2) for as long as an output is written. */
+/* The random word that ends the name of every temporary and staging
+ * folder made under one lock: ".<name>.tmp.<token>". */
+#define NC_TOKEN_LEN 12
+
+/* A lock file held with flock(2) for as long as an output is written. The
+ * file also records what its holder makes, so that the run after a
+ * SIGKILL removes exactly that and nothing of the user's (docs/outputs.md
+ * "Leftovers"): the holder's process id, its token, the inode of its
+ * staging folder, and the tokens of killed holders whose leftovers are
+ * still being removed. */
 typedef struct nc_lock {
     int fd; /* -1 when not held */
     char *path;
     nc_track *tr;
+    char token[NC_TOKEN_LEN + 1];
+    bool has_stage; /* the staging folder's inode is recorded */
+    unsigned long long stage_dev, stage_ino;
 } nc_lock;
+
+/* What a lock covers: the temporaries ".<base>.tmp.<token>" (a file, or
+ * a staging folder) in dir, where the lock file is, and, when folder is
+ * not NULL, the temporaries ".<name>.tmp.<token>" written in place inside
+ * the output folder folder. */
+typedef struct nc_lock_scope {
+    const char *dir;
+    const char *base; /* "" when the lock file is inside the output folder */
+    const char *folder;
+} nc_lock_scope;
 
 /* Takes the exclusive lock lockpath for target (named in messages),
  * without waiting: if another process holds it, fails (NC_EIO) naming
- * that process. */
-int nc_lock_take(const char *lockpath, const char *target, nc_lock *lk, nc_err *err);
+ * that process. Holding it, removes what the killed holders recorded in
+ * it left in scope (their temporaries, files and staging folders, proven
+ * theirs by the token in their names, their owner and the recorded inode;
+ * nothing else), then records this process and a fresh token. A lock
+ * path that is not a regular file, or a file that is not a normcmp lock,
+ * is refused (NC_EINVAL). */
+int nc_lock_take(const char *lockpath, const char *target, const nc_lock_scope *scope,
+                 nc_lock *lk, nc_err *err);
 
 /* Removes the lock file and releases it. Accepts a lock not held. */
 void nc_lock_release(nc_lock *lk);
 
-/* true if name is ".<base>.tmp.XXXXXX" (six letters or digits); with base
- * NULL, any such name, and *stem_len is set to the length of <base>. */
-bool nc_tmp_name_match(const char *name, const char *base, size_t *stem_len);
+/* ".<name>.tmp.<token>" of lk (malloc'd), or NULL. */
+char *nc_lock_tmp_name(const nc_lock *lk, const char *name);
 
-/* Removes what killed runs left in dir for target base: every
- * ".<base>.tmp.XXXXXX" file, and every such folder's files and the folder
- * itself. Call only while holding base's lock. */
-void nc_clean_stale(const char *dir, const char *base);
+/* Records the staging folder's inode st in lk's file. */
+void nc_lock_note_stage(nc_lock *lk, const struct stat *st);
 
 /* Removes the regular files and symbolic links in folder path, then the
  * folder (which stays if anything else is left). */
 void nc_remove_flat(const char *path);
+
+/* After a folder exchange the staging path oldpath holds the output
+ * folder's old contents: its old outputs and the files the new folder
+ * target also holds (the same inode, or a symbolic link to the same
+ * place) are removed, anything else is moved into target, and the folder
+ * is removed if that left it empty. old[nold]: the old report's outputs;
+ * names[n]: the new set's. */
+void nc_finish_old(const char *oldpath, const char *target, char *const *old, size_t nold,
+                   char *const *names, size_t n);
+
+/* The outputs of the run whose report.json dir holds: "report.json" and
+ * its "outputs" (plain names only), if tool.name is "normcmp"; none if
+ * the report is missing, not a regular file or not normcmp's. Free with
+ * nc_free_names. */
+void nc_old_outputs(const char *dir, char ***out, size_t *n);
+
+void nc_free_names(char **names, size_t n);
+
+/* nc_finish_old for a folder a killed run left after its exchange: the
+ * old and new outputs read from the two folders' report.json. */
+void nc_finish_old_left(const char *oldpath, const char *target);
+
+/* Flushes folder path's entries to disk (fsync on the folder). Returns 0,
+ * or an errno value; file systems that cannot sync a folder count as 0. */
+int nc_sync_dir(const char *path);
 
 /* Splits path (no trailing '/') into a malloc'd folder ("." when none)
  * and a pointer to its last component. NULL when out of memory. */
@@ -77,11 +131,17 @@ char *nc_path_join(const char *a, const char *b);
 
 struct nc_outfile;
 
-/* nc_outfile_open, taking the target's lock only when lock is set (the
- * files of an output folder are covered by the folder's lock). */
-int nc_outfile_open_ex(const char *path, bool lock, struct nc_outfile **out, nc_err *err);
+/* nc_outfile_open under the lock cover (the files of an output folder are
+ * covered by the folder's lock, whose token names their temporaries), or,
+ * when cover is NULL, under the target's own lock. */
+int nc_outfile_open_ex(const char *path, const nc_lock *cover, struct nc_outfile **out,
+                       nc_err *err);
 
-/* Flushes and closes the temporary; on failure removes it (f stays). */
+/* The temporary's file descriptor (for fchmod). */
+int nc_outfile_fd(const struct nc_outfile *f);
+
+/* Flushes the temporary to disk (fsync) and closes it; on failure removes
+ * it (f stays). */
 int nc_outfile_finish(struct nc_outfile *f, nc_err *err);
 
 /* Renames the finished temporary over its target and frees f. */

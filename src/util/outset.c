@@ -7,25 +7,29 @@
  * The folder protocol, for an output folder D = P/B:
  *   - the lock P/.B.lock (flock) is held from allocation to commit, so a
  *     second run on D fails at once, naming the first; under it, what a
- *     killed run left (P/.B.tmp.XXXXXX) is removed;
- *   - files are written into the staging folder P/.B.tmp.XXXXXX;
- *   - commit: when D does not exist, rename(stage, D); else every entry of
- *     D that is not an output (of this run, or of the run whose report.json
- *     D holds) is hard-linked into the stage, then renameat2(RENAME_EXCHANGE)
- *     swaps stage and D in one step, and the old folder is removed.
- * So D holds the old set or the new one, never a mix, even under SIGKILL.
+ *     killed run recorded in the lock is removed (outtrack.c);
+ *   - files are written into the staging folder P/.B.tmp.<token> (the
+ *     lock's token; its inode is recorded in the lock);
+ *   - commit: every file and the staging folder are flushed to disk;
+ *     when D does not exist, rename(stage, D); else every entry of D that
+ *     is not an output (of this run, or of the run whose report.json D
+ *     holds) is hard-linked into the stage, then renameat2(RENAME_EXCHANGE)
+ *     swaps stage and D in one step, P is flushed to disk, and the old
+ *     folder is removed (outold.c).
+ * So D holds the old set or the new one, never a mix, even under SIGKILL,
+ * and after a power cut once the commit has returned (docs/outputs.md).
  * When that cannot work (D is the current folder or holds it, D is a
  * symbolic link, a mount point or holds sub-folders, P is not writable,
  * the file system cannot exchange), the files are written as temporaries
  * inside D and renamed one by one (the set appears together unless the
  * process is killed during those renames).
  *
- * Left out: single files (outfile.c), the lists and locks (outtrack.c).
+ * Left out: single files (outfile.c), the lists and locks (outtrack.c),
+ * the old folder (outold.c).
  */
 #include "util/outfile.h"
 #include "util/outfile_internal.h"
 
-#include <cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +58,7 @@ struct nc_outset {
     size_t nfiles;
     struct stat *prot; /* inputs that must not be replaced */
     size_t nprot;
+    mode_t umask;      /* the process's, read once */
 };
 
 static void set_free(nc_outset *set)
@@ -97,6 +102,13 @@ static bool plain_name(const char *s)
     return s[0] && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
+static mode_t current_umask(void)
+{
+    mode_t um = umask(0);
+    umask(um);
+    return um;
+}
+
 int nc_outset_alloc(const char *dir, nc_outset **out, nc_err *err)
 {
     *out = calloc(1, sizeof **out);
@@ -106,6 +118,7 @@ int nc_outset_alloc(const char *dir, nc_outset **out, nc_err *err)
         return nc_err_set(err, NC_ENOMEM, "out of memory");
     }
     (*out)->lock.fd = -1;
+    (*out)->umask = current_umask();
     return 0;
 }
 
@@ -140,30 +153,6 @@ static bool flat_folder(const char *dir)
     return flat;
 }
 
-/* Temporaries ".<n>.tmp.XXXXXX" left inside dir by a killed in-place run,
- * except those of a file whose own lock ".<n>.lock" exists (a writer of a
- * single file there). Call under the folder's lock. */
-static void clean_stale_inside(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t stem;
-        if (!nc_tmp_name_match(e->d_name, NULL, &stem))
-            continue;
-        char lname[NAME_MAX + 8];
-        snprintf(lname, sizeof lname, ".%.*s.lock", (int)stem, e->d_name + 1);
-        struct stat st;
-        if (fstatat(dirfd(d), lname, &st, AT_SYMLINK_NOFOLLOW) == 0)
-            continue;
-        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-            unlinkat(dirfd(d), e->d_name, 0);
-    }
-    closedir(d);
-}
-
 /* Where the folder is (absolute parent and target), whether it exists,
  * and which protocol applies. */
 static int locate(nc_outset *set, nc_err *err)
@@ -176,8 +165,10 @@ static int locate(nc_outset *set, nc_err *err)
     bool exists = lstat(set->dir, &lst) == 0;
     int rc = 0;
     if (!exists && errno != ENOENT && errno != ENOTDIR) {
-        rc = nc_err_set_errno(err, errno == EACCES ? NC_EINVAL : NC_EIO, errno,
-                              "%s: cannot use output folder", set->dir);
+        int e = errno; /* a name too long or forbidden is the user's to fix */
+        rc = nc_err_set_errno(err, e == EACCES || e == ENAMETOOLONG || e == ELOOP ? NC_EINVAL
+                                                                                 : NC_EIO,
+                              e, "%s: cannot use output folder", set->dir);
     } else if (!exists) {
         char **made;
         size_t nmade;
@@ -233,6 +224,30 @@ static int locate(nc_outset *set, nc_err *err)
     return rc;
 }
 
+/* The staging folder P/.B.tmp.<token>, with D's permissions (or the
+ * default for a new folder), its inode recorded in the lock. */
+static int make_stage(nc_outset *set, const char *base, nc_err *err)
+{
+    char *tname = nc_lock_tmp_name(&set->lock, base);
+    set->stage = tname ? nc_path_join(set->parent, tname) : NULL;
+    free(tname);
+    if (!set->stage)
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    if (mkdir(set->stage, 0700) != 0) {
+        int e = errno;
+        free(set->stage);
+        set->stage = NULL;
+        return nc_err_set_errno(err, NC_EIO, e, "%s: cannot create a staging folder beside it",
+                                set->dir);
+    }
+    set->stage_tr = nc_track_add(NC_TRACK_DIR, set->stage);
+    struct stat st;
+    if (stat(set->stage, &st) == 0)
+        nc_lock_note_stage(&set->lock, &st);
+    chmod(set->stage, stat(set->target, &st) == 0 ? st.st_mode & 07777 : 0777 & ~set->umask);
+    return 0;
+}
+
 int nc_outset_alloc_folder(const char *dir, nc_outset **out, nc_err *err)
 {
     *out = NULL;
@@ -247,6 +262,7 @@ int nc_outset_alloc_folder(const char *dir, nc_outset **out, nc_err *err)
     set->folder = true;
     for (size_t n = strlen(set->dir); n > 1 && set->dir[n - 1] == '/';)
         set->dir[--n] = '\0';
+    set->umask = current_umask();
     int rc = locate(set, err);
     char *lockpath = NULL;
     const char *base = NULL;
@@ -258,32 +274,15 @@ int nc_outset_alloc_folder(const char *dir, nc_outset **out, nc_err *err)
         bool beside = base[0] && access(set->parent, W_OK | X_OK) == 0;
         lockpath = beside ? nc_path_join(set->parent, lname)
                           : nc_path_join(set->target, ".normcmp.lock");
-        rc = lockpath ? nc_lock_take(lockpath, set->dir, &set->lock, err)
+        /* covers the staging folder beside D and temporaries inside it */
+        const nc_lock_scope scope = {.dir = beside ? set->parent : set->target,
+                                     .base = beside ? base : "", .folder = set->target};
+        rc = lockpath ? nc_lock_take(lockpath, set->dir, &scope, &set->lock, err)
                       : nc_err_set(err, NC_ENOMEM, "out of memory");
     }
     free(lockpath);
-    if (!rc) {
-        if (base[0])
-            nc_clean_stale(set->parent, base);
-        clean_stale_inside(set->target);
-    }
-    if (!rc && set->swap) {
-        char tname[NAME_MAX + 16];
-        snprintf(tname, sizeof tname, ".%.*s.tmp.XXXXXX", NAME_MAX - 12, base);
-        set->stage = nc_path_join(set->parent, tname);
-        if (!set->stage)
-            rc = nc_err_set(err, NC_ENOMEM, "out of memory");
-        else if (!mkdtemp(set->stage))
-            rc = nc_err_set_errno(err, NC_EIO, errno, "%s: cannot create a staging folder beside "
-                                  "it", set->dir);
-        else {
-            set->stage_tr = nc_track_add(NC_TRACK_DIR, set->stage);
-            struct stat st;
-            mode_t um = umask(0);
-            umask(um);
-            chmod(set->stage, stat(set->target, &st) == 0 ? st.st_mode & 07777 : 0777 & ~um);
-        }
-    }
+    if (!rc && set->swap)
+        rc = make_stage(set, base, err);
     if (rc) {
         nc_outset_abort(set);
         return rc;
@@ -318,50 +317,46 @@ static int add_name(nc_outset *set, const char *name, nc_err *err)
     return 0;
 }
 
-/* Writes buf to the staging folder's file name; messages name dir/name. */
-static int write_staged(nc_outset *set, const char *name, const void *buf, size_t n,
-                        nc_err *err)
-{
-    char *path = nc_path_join(set->stage, name);
-    if (!path)
-        return nc_err_set(err, NC_ENOMEM, "out of memory");
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
-    free(path);
-    if (fd < 0)
-        return nc_err_set_errno(err, NC_EIO, errno, "%s/%s: cannot create output file", set->dir,
-                                name);
-    const char *p = buf;
-    int e = 0;
-    while (n > 0 && !e) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            e = w < 0 ? errno : EIO;
-        else {
-            p += w;
-            n -= (size_t)w;
-        }
-    }
-    if (close(fd) != 0 && !e)
-        e = errno;
-    if (e)
-        return nc_err_set_errno(err, NC_EIO, e, "%s/%s: write failed", set->dir, name);
-    return 0;
-}
+/* Where one output's bytes go: a new file in the staging folder (swap),
+ * or a temporary beside its name in the folder (in place, under the
+ * folder's lock, whose token names it). */
+typedef struct writer {
+    nc_outset *set;
+    const char *name;
+    int fd;        /* swap: the staged file, else -1 */
+    nc_outfile *f; /* in place */
+} writer;
 
-int nc_outset_add(nc_outset *set, const char *name, const void *buf, size_t n, nc_err *err)
+static int writer_open(nc_outset *set, const char *name, writer *w, nc_err *err)
 {
+    *w = (writer){set, name, -1, NULL};
     if (!plain_name(name))
         return nc_err_set(err, NC_EINVAL, "%s: output file name '%s' is not a plain file name",
                           set->dir, name);
+    bool again = has_name(set->names, set->n, name);
     int rc = add_name(set, name, err);
     if (rc)
         return rc;
     if (set->swap) {
-        rc = write_staged(set, name, buf, n, err);
-        nc_out_step();
-        return rc;
+        char *path = nc_path_join(set->stage, name);
+        if (!path)
+            return nc_err_set(err, NC_ENOMEM, "out of memory");
+        w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+        free(path);
+        if (w->fd < 0)
+            return nc_err_set_errno(err, NC_EIO, errno, "%s/%s: cannot create output file",
+                                    set->dir, name);
+        return 0;
+    }
+    /* in place: a name written again replaces its first temporary */
+    for (size_t k = 0; again && k < set->nfiles; k++) {
+        const char *p = nc_outfile_path(set->files[k]);
+        const char *slash = strrchr(p, '/');
+        if (strcmp(slash ? slash + 1 : p, name) == 0) {
+            nc_outfile_abort(set->files[k]);
+            set->files[k] = set->files[--set->nfiles];
+            break;
+        }
     }
     nc_outfile **grown = realloc(set->files, (set->nfiles + 1) * sizeof *grown);
     if (!grown)
@@ -370,70 +365,110 @@ int nc_outset_add(nc_outset *set, const char *name, const void *buf, size_t n, n
     char *path = nc_path_join(set->dir, name);
     if (!path)
         return nc_err_set(err, NC_ENOMEM, "out of memory");
-    nc_outfile *f;
-    rc = nc_outfile_open_ex(path, !set->folder, &f, err);
+    rc = nc_outfile_open_ex(path, set->folder ? &set->lock : NULL, &w->f, err);
     free(path);
-    if (rc)
-        return rc;
-    nc_sink sink = nc_outfile_sink(f);
-    rc = nc_sink_write(&sink, buf, n, err);
-    if (!rc)
-        rc = nc_outfile_finish(f, err);
-    if (rc) {
-        nc_outfile_abort(f);
-        return rc;
+    return rc;
+}
+
+static int writer_put(writer *w, const void *buf, size_t n, nc_err *err)
+{
+    if (w->f) {
+        nc_sink sink = nc_outfile_sink(w->f);
+        return nc_sink_write(&sink, buf, n, err);
     }
-    set->files[set->nfiles++] = f;
-    nc_out_step();
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t r = write(w->fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) /* a full disk, a file-size limit (EFBIG) */
+            return nc_err_set_errno(err, NC_EIO, r < 0 ? errno : EIO, "%s/%s: write failed",
+                                    w->set->dir, w->name);
+        p += r;
+        n -= (size_t)r;
+    }
     return 0;
 }
 
-/* The outputs of the run whose report.json dir holds: "report.json" and
- * its "outputs" (plain names only), if tool.name is "normcmp". */
-static void old_outputs(const char *dir, char ***out, size_t *n)
+/* Finishes the file: its permissions at most keep (and the default for
+ * new files), on the disk (fsync), closed. On failure the file is gone. */
+static int writer_close(writer *w, mode_t keep, nc_err *err)
 {
-    *out = NULL;
-    *n = 0;
-    char *path = nc_path_join(dir, "report.json");
-    struct stat st;
-    FILE *f = NULL;
-    char *text = NULL;
-    if (path && lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < (64 << 20) &&
-        (f = fopen(path, "rb")) && (text = malloc((size_t)st.st_size + 1))) {
-        size_t got = fread(text, 1, (size_t)st.st_size, f);
-        cJSON *root = cJSON_ParseWithLength(text, got);
-        const cJSON *tool = cJSON_GetObjectItemCaseSensitive(root, "tool");
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(tool, "name");
-        const cJSON *outs = cJSON_GetObjectItemCaseSensitive(root, "outputs");
-        if (cJSON_IsString(name) && strcmp(name->valuestring, "normcmp") == 0) {
-            size_t cap = (size_t)cJSON_GetArraySize(outs) + 1;
-            char **list = calloc(cap, sizeof *list);
-            size_t k = 0;
-            if (list && (list[k] = strdup("report.json")))
-                k++;
-            const cJSON *o;
-            cJSON_ArrayForEach(o, outs)
-            {
-                if (list && k < cap && cJSON_IsString(o) && plain_name(o->valuestring) &&
-                    (list[k] = strdup(o->valuestring)))
-                    k++;
-            }
-            *out = list;
-            *n = list ? k : 0;
+    mode_t mode = 0666 & ~w->set->umask;
+    int fd = w->f ? nc_outfile_fd(w->f) : w->fd;
+    if ((mode & keep) != mode)
+        fchmod(fd, mode & keep);
+    if (w->f) {
+        int rc = nc_outfile_finish(w->f, err);
+        if (rc) {
+            nc_outfile_abort(w->f);
+            return rc;
         }
-        cJSON_Delete(root);
+        w->set->files[w->set->nfiles++] = w->f;
+        return 0;
     }
-    if (f)
-        fclose(f);
-    free(text);
-    free(path);
+    int e = fsync(w->fd) != 0 && errno != EINVAL ? errno : 0;
+    if (close(w->fd) != 0 && !e)
+        e = errno;
+    w->fd = -1;
+    if (e)
+        return nc_err_set_errno(err, NC_EIO, e, "%s/%s: write failed", w->set->dir, w->name);
+    return 0;
 }
 
-static void free_names(char **names, size_t n)
+static void writer_abort(writer *w)
 {
-    for (size_t k = 0; k < n; k++)
-        free(names[k]);
-    free(names);
+    if (w->f)
+        nc_outfile_abort(w->f);
+    if (w->fd >= 0)
+        close(w->fd); /* the staged file goes with the staging folder */
+}
+
+int nc_outset_add(nc_outset *set, const char *name, const void *buf, size_t n, nc_err *err)
+{
+    writer w;
+    int rc = writer_open(set, name, &w, err);
+    if (!rc)
+        rc = writer_put(&w, buf, n, err);
+    if (!rc)
+        rc = writer_close(&w, 0777, err);
+    else
+        writer_abort(&w);
+    nc_out_step();
+    return rc;
+}
+
+int nc_outset_add_copy(nc_outset *set, const char *name, int fd, uint64_t nbytes, mode_t mode,
+                       const char *src, nc_err *err)
+{
+    writer w;
+    int rc = writer_open(set, name, &w, err);
+    size_t cap = (size_t)1 << 20;
+    char *buf = rc ? NULL : malloc(cap);
+    if (!rc && !buf)
+        rc = nc_err_set(err, NC_ENOMEM, "%s: out of memory", src);
+    for (uint64_t at = 0; !rc && at < nbytes;) {
+        size_t want = nbytes - at < cap ? (size_t)(nbytes - at) : cap;
+        ssize_t got = pread(fd, buf, want, (off_t)at);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            rc = nc_err_set_errno(err, NC_EIO, errno, "%s: cannot read", src);
+        else if (got == 0)
+            rc = nc_err_set(err, NC_EIO, "%s: shrank while being copied (from %llu to %llu "
+                            "bytes)", src, (unsigned long long)nbytes, (unsigned long long)at);
+        else {
+            rc = writer_put(&w, buf, (size_t)got, err);
+            at += (uint64_t)got;
+        }
+    }
+    free(buf);
+    if (!rc)
+        rc = writer_close(&w, mode, err);
+    else
+        writer_abort(&w);
+    nc_out_step();
+    return rc;
 }
 
 /* An output about to replace (or remove) an input file: refuse. */
@@ -475,6 +510,28 @@ static void drop_old(const nc_outset *set, const char *dir, char *const *old, si
     }
 }
 
+/* Flushes folder path's entries (new names, renames) to disk. */
+static int sync_dir(const nc_outset *set, const char *path, nc_err *err)
+{
+    int e = nc_sync_dir(path);
+    return e ? nc_err_set_errno(err, NC_EIO, e, "%s: cannot flush %s to disk", set->dir, path)
+             : 0;
+}
+
+/* The folders this run created hold their new entries on the disk too:
+ * each one's parent is flushed. */
+static int sync_made(const nc_outset *set, nc_err *err)
+{
+    int rc = 0;
+    for (size_t k = 0; k < set->nmade && !rc; k++) {
+        const char *base;
+        char *pdir = nc_path_dir(set->made[k], &base);
+        rc = pdir ? sync_dir(set, pdir, err) : nc_err_set(err, NC_ENOMEM, "out of memory");
+        free(pdir);
+    }
+    return rc;
+}
+
 static int commit_in_place(nc_outset *set, char *const *old, size_t nold, nc_err *err)
 {
     int rc = 0;
@@ -489,6 +546,8 @@ static int commit_in_place(nc_outset *set, char *const *old, size_t nold, nc_err
     set->nfiles = 0;
     if (!rc && set->folder)
         drop_old(set, set->dir, old, nold);
+    if (!rc)
+        rc = sync_dir(set, set->dir, err);
     return rc;
 }
 
@@ -511,6 +570,8 @@ static int move_in(nc_outset *set, char *const *old, size_t nold, nc_err *err)
     }
     if (!rc)
         drop_old(set, set->target, old, nold);
+    if (!rc)
+        rc = sync_dir(set, set->target, err);
     return rc;
 }
 
@@ -525,7 +586,7 @@ static bool carry_over(nc_outset *set, char *const *old, size_t nold)
     while (ok && (e = readdir(d)) != NULL) {
         const char *name = e->d_name;
         if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
-            has_name(set->names, set->n, name) || nc_tmp_name_match(name, NULL, NULL))
+            has_name(set->names, set->n, name))
             continue;
         struct stat st;
         if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -556,73 +617,47 @@ static bool carry_over(nc_outset *set, char *const *old, size_t nold)
     return ok;
 }
 
-/* After the exchange the stage path holds the old folder: its outputs and
- * the names carried over (also in the new folder) go; anything else (made
- * while we were swapping) is moved into the new folder. */
-static void clean_old(nc_outset *set, char *const *old, size_t nold)
-{
-    DIR *d = opendir(set->stage);
-    int tfd = open(set->target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    struct dirent *e;
-    while (d && tfd >= 0 && (e = readdir(d)) != NULL) {
-        const char *name = e->d_name;
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-            continue;
-        struct stat a, b;
-        if (fstatat(dirfd(d), name, &a, AT_SYMLINK_NOFOLLOW) != 0)
-            continue;
-        bool drop = S_ISREG(a.st_mode) && (has_name(old, nold, name) ||
-                                           has_name(set->names, set->n, name) ||
-                                           nc_tmp_name_match(name, NULL, NULL));
-        if (!drop && fstatat(tfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0) {
-            if (S_ISLNK(a.st_mode) && S_ISLNK(b.st_mode)) {
-                char x[PATH_MAX], y[PATH_MAX];
-                ssize_t nx = readlinkat(dirfd(d), name, x, sizeof x);
-                ssize_t ny = readlinkat(tfd, name, y, sizeof y);
-                drop = nx >= 0 && nx == ny && memcmp(x, y, (size_t)nx) == 0;
-            } else {
-                drop = a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-            }
-        }
-        nc_out_step();
-        if (drop)
-            unlinkat(dirfd(d), name, 0);
-        else
-            renameat2(dirfd(d), name, tfd, name, RENAME_NOREPLACE);
-    }
-    if (d)
-        closedir(d);
-    if (tfd >= 0)
-        close(tfd);
-    if (rmdir(set->stage) == 0)
-        nc_track_drop(set->stage_tr);
-}
-
+/* Swaps the staging folder in: a plain rename for a new folder, else the
+ * exchange (the folder's other files carried over first). Every staged
+ * file is on the disk already (writer_close); the staging folder is
+ * flushed before the rename, the parent after it (docs/outputs.md
+ * "Durability"). */
 static int commit_swap(nc_outset *set, char *const *old, size_t nold, nc_err *err)
 {
     struct stat st;
+    int rc = 0;
     if (lstat(set->target, &st) != 0) {
+        if ((rc = sync_dir(set, set->stage, err)))
+            return rc;
         nc_out_step();
         if (renameat2(AT_FDCWD, set->stage, AT_FDCWD, set->target, RENAME_NOREPLACE) == 0 ||
             ((errno == EINVAL || errno == ENOSYS) && rename(set->stage, set->target) == 0)) {
             nc_track_drop(set->stage_tr);
-            return 0;
+            rc = sync_dir(set, set->parent, err);
+            return rc ? rc : sync_made(set, err);
         }
         if (errno != EEXIST && errno != ENOTEMPTY)
             return nc_err_set_errno(err, NC_EIO, errno, "%s: cannot rename the new output folder "
                                     "into place", set->dir);
     }
     bool carried = carry_over(set, old, nold);
+    if (carried && (rc = sync_dir(set, set->stage, err)))
+        return rc;
     nc_out_step();
     if (carried && renameat2(AT_FDCWD, set->stage, AT_FDCWD, set->target, RENAME_EXCHANGE) == 0) {
-        clean_old(set, old, nold);
-        return 0;
+        rc = sync_dir(set, set->parent, err);
+        /* the stage path now holds the old folder: no longer ours to
+         * remove whole on a signal */
+        nc_track_drop(set->stage_tr);
+        set->stage_tr = NULL;
+        nc_finish_old(set->stage, set->target, old, nold, set->names, set->n);
+        return rc;
     }
     int e = errno;
     if (carried && e != EINVAL && e != ENOSYS && e != EOPNOTSUPP)
         return nc_err_set_errno(err, NC_EIO, e, "%s: cannot swap the new output folder into "
                                 "place", set->dir);
-    int rc = move_in(set, old, nold, err);
+    rc = move_in(set, old, nold, err);
     nc_remove_flat(set->stage);
     nc_track_drop(set->stage_tr);
     return rc;
@@ -635,11 +670,11 @@ int nc_outset_commit(nc_outset *set, nc_err *err)
     char **old = NULL;
     size_t nold = 0;
     if (set->folder)
-        old_outputs(set->dir, &old, &nold);
+        nc_old_outputs(set->dir, &old, &nold);
     int rc = check_inputs(set, old, nold, err);
     if (!rc)
         rc = set->swap ? commit_swap(set, old, nold, err) : commit_in_place(set, old, nold, err);
-    free_names(old, nold);
+    nc_free_names(old, nold);
     if (rc) {
         nc_outset_abort(set);
         return rc;

@@ -1,10 +1,11 @@
 /*
  * outtrack.c - the list of temporaries, staging folders, lock files and
  * created folders that a signal handler removes (nc_outfile_unlink_all),
- * the lock files that keep two runs out of one output, and the removal of
- * what killed runs left behind (outfile_internal.h).
+ * the test delay, and the small folder and path helpers the other output
+ * files share (outfile_internal.h).
  *
- * Left out: writing files (outfile.c) and sets of them (outset.c).
+ * Left out: writing files (outfile.c) and sets of them (outset.c), the
+ * lock files (outlock.c), the old folder after a swap (outold.c).
  */
 #include "util/outfile.h"
 #include "util/outfile_internal.h"
@@ -16,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -112,82 +112,14 @@ void nc_out_step(void)
         ;
 }
 
-int nc_lock_take(const char *lockpath, const char *target, nc_lock *lk, nc_err *err)
+int nc_sync_dir(const char *path)
 {
-    lk->fd = -1;
-    lk->path = NULL;
-    lk->tr = NULL;
-    for (int tries = 0; tries < 1000; tries++) {
-        int fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
-        if (fd < 0) {
-            int e = errno;
-            return nc_err_set_errno(err, e == EACCES || e == EPERM || e == ENOENT ? NC_EINVAL
-                                                                                  : NC_EIO,
-                                    e, "%s: cannot create lock file %s", target, lockpath);
-        }
-        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-            int e = errno;
-            char buf[24] = {0};
-            ssize_t got = pread(fd, buf, sizeof buf - 1, 0);
-            close(fd);
-            long pid = got > 0 ? strtol(buf, NULL, 10) : 0;
-            if (e == EWOULDBLOCK)
-                return nc_err_set(err, NC_EIO, "%s: in use by another normcmp run (process %ld "
-                                  "holds %s); wait for it to finish or choose another output",
-                                  target, pid, lockpath);
-            return nc_err_set_errno(err, NC_EIO, e, "%s: cannot lock %s", target, lockpath);
-        }
-        /* the holder before us may have removed the file after we opened
-         * it: the lock counts only if the path still names our file */
-        struct stat a, b;
-        if (fstat(fd, &a) == 0 && stat(lockpath, &b) == 0 && a.st_dev == b.st_dev &&
-            a.st_ino == b.st_ino) {
-            if (!(lk->path = strdup(lockpath))) {
-                close(fd);
-                return nc_err_set(err, NC_ENOMEM, "out of memory");
-            }
-            char pid[24];
-            int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-            if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) != n) {
-                /* the pid is only for the message of a second run */
-            }
-            lk->fd = fd;
-            lk->tr = nc_track_add(NC_TRACK_LOCK, lockpath);
-            return 0;
-        }
-        close(fd);
-    }
-    return nc_err_set(err, NC_EIO, "%s: cannot take lock %s (it keeps changing)", target,
-                      lockpath);
-}
-
-void nc_lock_release(nc_lock *lk)
-{
-    if (lk->fd < 0)
-        return;
-    nc_track_drop(lk->tr);
-    unlink(lk->path); /* while held: see nc_lock_take */
-    close(lk->fd);
-    free(lk->path);
-    lk->fd = -1;
-    lk->path = NULL;
-    lk->tr = NULL;
-}
-
-bool nc_tmp_name_match(const char *name, const char *base, size_t *stem_len)
-{
-    size_t n = strlen(name);
-    if (n < 13 || name[0] != '.' || memcmp(name + n - 11, ".tmp.", 5) != 0)
-        return false;
-    for (size_t k = n - 6; k < n; k++) {
-        char c = name[k];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
-            return false;
-    }
-    size_t stem = n - 12;
-    if (stem_len)
-        *stem_len = stem;
-    return !base || (strlen(base) == stem && memcmp(name + 1, base, stem) == 0);
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    int e = fsync(fd) == 0 ? 0 : errno;
+    close(fd);
+    return e == EINVAL || e == EROFS ? 0 : e; /* cannot be synced: nothing to do */
 }
 
 void nc_remove_flat(const char *path)
@@ -206,30 +138,6 @@ void nc_remove_flat(const char *path)
         closedir(d);
     }
     rmdir(path);
-}
-
-void nc_clean_stale(const char *dir, const char *base)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (!nc_tmp_name_match(e->d_name, base, NULL))
-            continue;
-        struct stat st;
-        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-            continue;
-        if (S_ISREG(st.st_mode)) {
-            unlinkat(dirfd(d), e->d_name, 0);
-        } else if (S_ISDIR(st.st_mode)) {
-            char *p = nc_path_join(dir, e->d_name);
-            if (p)
-                nc_remove_flat(p);
-            free(p);
-        }
-    }
-    closedir(d);
 }
 
 char *nc_path_dir(const char *path, const char **base)

@@ -153,19 +153,66 @@ done
 (cd D && "$NC" run ../a.json --out . --quiet >/dev/null 2>&1)
 check_set D "runs with --out . (in place)"
 
-# --- litter: temporaries of killed runs go with the next run on the same
-# output (a single file, and an output folder written in place)
+# --- leftovers: the next run on the same output removes what a killed run
+# recorded in its lock file (its token names its temporaries and staging
+# folder), and nothing else: files and folders of the user's that are
+# merely named like temporaries stay (docs/outputs.md "Leftovers")
 "$NC" synth -o x.npy --preset late --tokens 64 --dim 32 >/dev/null 2>&1
 "$NC" norm x.npy -o y.npy >/dev/null 2>&1
-printf 'half' >.y.npy.tmp.Ab12Cd
-printf 'half' >D/.report.json.tmp.Zz9yX8
+printf 'normcmp lock\npid 999999\ntoken AAAAAAAAAAAA\nend\n' >.y.npy.lock
+printf 'half' >.y.npy.tmp.AAAAAAAAAAAA
+printf 'mine' >.y.npy.tmp.Ab12Cd
 run "$NC" norm x.npy -o y.npy
 expect_status 0
-expect_no_file .y.npy.tmp.Ab12Cd
+expect_no_file .y.npy.tmp.AAAAAAAAAAAA
 expect_no_file .y.npy.lock
+if [ "$(cat .y.npy.tmp.Ab12Cd)" = mine ]; then _ok; else _bad "a file of the user's named like a temporary went"; fi
+# a run's folder: its in-place temporary and its staging folder go
+printf 'normcmp lock\npid 999999\ntoken BBBBBBBBBBBB\nend\n' >.D.lock
+printf 'half' >D/.report.json.tmp.BBBBBBBBBBBB
+mkdir .D.tmp.BBBBBBBBBBBB
+printf 'half' >.D.tmp.BBBBBBBBBBBB/report.json
 run "$NC" fit x.npy --out D --quiet
 expect_status 0
-expect_no_file D/.report.json.tmp.Zz9yX8
+expect_no_file D/.report.json.tmp.BBBBBBBBBBBB
+expect_no_file .D.tmp.BBBBBBBBBBBB
+# the user's: a folder .res.tmp.backup/ with its contents, a file
+# .res.tmp.2024v1, a file res/.notes.tmp.backup; all stay
+mkdir -p res .res.tmp.backup
+printf 'keep' >.res.tmp.backup/data.txt
+printf 'keep' >.res.tmp.2024v1
+printf 'keep' >res/.notes.tmp.backup
+for i in 1 2; do # the second run swaps the folder, carrying the file over
+    run "$NC" fit x.npy --out res --quiet
+    expect_status 0
+done
+for f in .res.tmp.backup/data.txt .res.tmp.2024v1 res/.notes.tmp.backup; do
+    if [ "$(cat "$f" 2>/dev/null)" = keep ]; then _ok; else _bad "$f of the user's was removed"; fi
+done
+expect_file res/report.json
+# a file of the user's where the lock would go is neither used nor removed
+printf 'my notes\n' >.E.lock
+run "$NC" fit x.npy --out E --quiet
+expect_status 2
+expect_err "normcmp: E: $T/.E.lock exists and is not a normcmp lock file (move it away or choose another output)"
+if [ "$(cat .E.lock)" = "my notes" ]; then _ok; else _bad ".E.lock of the user's changed"; fi
+expect_no_file E
+rm .E.lock
+# a lock taken by a run that has not yet written its record: the message
+# names no process 0
+: >.F.lock
+flock -n .F.lock -c 'sleep 3' &
+holder=$!
+for i in $(seq 1 100); do
+    flock -n -E 99 .F.lock true
+    [ $? -eq 99 ] && break
+    sleep 0.02
+done
+run "$NC" fit x.npy --out F --quiet
+expect_status 1
+expect_err "normcmp: F: in use by another normcmp run (it holds $T/.F.lock); wait for it to finish or choose another output"
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
 
 # --- a run stopped after creating --out a/b/c removes every folder it
 # created (a and b too), and only those

@@ -99,6 +99,9 @@ bad_run "$T/unknown.json" "$T/unknown.json: layers[2].epss: unknown key (expecte
 bad_run "$T/mistyped.json" "$T/mistyped.json: layers[2].eps: expected a number in [0, 1]"
 bad_run "$T/nolayers.json" "$T/nolayers.json: layers: missing (expected an array of layers)"
 bad_run "$T/rawctl.json" "$T/rawctl.json: malformed JSON at line 1, column 24: a raw control character (byte 0x00) inside a string (write it escaped)"
+# the escape \u0000 would cut the string short ("x\u0000.npy" read as "x")
+printf '{"name": "n", "layers": [{"file": "x\\u0000.npy"}]}' >"$T/escnul.json"
+bad_run "$T/escnul.json" "$T/escnul.json: malformed JSON at line 1, column 37: the escape \\u0000 (a NUL character) inside a string, expected text without NUL"
 bad_fit "$T/nulname.safetensors" "$T/nulname.safetensors: header at offset 11: found byte 0x00 inside a string, expected control characters escaped (JSON)"
 bad_run "$T/nothere.json" "$T/nothere.json: cannot open config file: No such file or directory"
 
@@ -108,6 +111,19 @@ touch "$T/afile"
 run "$NC" fit "$good" --out "$T/afile/sub" --quiet
 expect_status 2
 expect_err "normcmp: $T/afile/sub: cannot create output folder: Not a directory"
+# a name over the 255-byte limit is the user's to fix (exit 2), for the
+# output folder and for a file's own name
+long=$(printf 'x%.0s' $(seq 256))
+run "$NC" fit "$good" --out "$T/$long" --quiet
+expect_status 2
+expect_err "normcmp: $T/$long: cannot use output folder: File name too long"
+run "$NC" norm "$good" -o "$T/$long.npy"
+expect_status 2
+expect_err "normcmp: $T/$long.npy: file name longer than 255 bytes"
+long=$(printf 'y%.0s' $(seq 255)) # the longest name is fine
+run "$NC" norm "$good" -o "$T/$long"
+expect_status 0
+expect_file "$T/$long"
 if command -v setpriv >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     mkdir -p "$T/ro" && chmod 555 "$T/ro" && chmod 755 "$T"
     cp "$good" "$T/ro_input.npy" && chmod 644 "$T/ro_input.npy"

@@ -115,6 +115,93 @@ run "$NC" merge "$T/m7" "$T/shard1" "$T/shard2" "$T/shard3b"
 expect_status 2
 expect_err "normcmp: merge: input $T/three.safetensors has different SHA-256 in two shards (the file changed between their runs)"
 expect_no_file "$T/m7"
+# --- a shard folder is untrusted input (docs/whole_models.md): every file
+# merge reads is opened without blocking, must be a regular file inside the
+# folder, is read up to a bound, and the report is checked field by field.
+# Each case: a copy of shard 1 made hostile, merged with shards 2 and 3:
+# exit 2, one line naming the file and field, no output folder.
+cat >"$T/evil.py" <<'PY'
+# evil.py DIR CASE: edits DIR/report.json (raw bytes where JSON cannot say them)
+import json, sys
+d, case = sys.argv[1], sys.argv[2]
+p = d + "/report.json"
+r = json.load(open(p))
+raw = {}
+if case == "version_utf8":
+    r["tool"]["version"] = "@A@"; raw["@A@"] = b"1.0\xff"
+elif case == "layer_utf8":
+    r["shard"]["layers"][0] = "@A@"; raw['"@A@"'] = b'"e\xc0\xaf"'
+elif case == "input_utf8":
+    r["inputs"][0]["tensor"] = "@A@"; raw["@A@"] = b"\xed\xa0\x80"
+elif case == "inf":
+    r["layers"][0]["fits"]["dyt"]["alpha"] = "@A@"; raw['"@A@"'] = b"1e999"
+elif case == "no_output":
+    del r["config"]["output"]
+elif case == "tokens":
+    r["layers"][0]["tokens"] = -5
+elif case == "count":
+    r["shard"]["count"] = 1e300
+elif case == "dupkey":
+    r["layers"][0]["dim"] = "@A@"; raw['"@A@"'] = b'64, "dim": 65'
+elif case == "nul":
+    r["command"] = "@A@"; raw["@A@"] = b"x\\u0000y"
+elif case == "outname":
+    r["outputs"].append("../x.png")
+text = json.dumps(r, indent=1).encode()
+for k, v in raw.items():
+    text = text.replace(k.encode(), v)
+open(p, "wb").write(text)
+PY
+evil() { # $1 case (or a shell snippet run in the copy), $2 expected message after "merge: "
+    rm -rf "$T/evil" "$T/mo"
+    cp -a "$T/shard1" "$T/evil"
+    case "$1" in
+    sh:*) (cd "$T/evil" && eval "${1#sh:}") ;;
+    *) /usr/bin/python3 "$T/evil.py" "$T/evil" "$1" ;;
+    esac
+    # bounded: a blocked open or an unbounded read must not hang or eat the
+    # machine (no address-space limit under ASan, which reserves terabytes)
+    lim="ulimit -v 4000000;"
+    case "$BUILD" in *san*) lim="" ;; esac
+    run sh -c "$lim exec timeout 20 '$NC' merge '$T/mo' '$T/evil' '$T/shard2' '$T/shard3' --quiet"
+    expect_status 2
+    expect_err "normcmp: merge: $2"
+    expect_no_file "$T/mo"
+}
+E="$T/evil"
+evil "sh:rm report.json; mkfifo report.json" "$E/report.json: not a regular file (a FIFO), expected a shard report"
+evil "sh:rm report.json; ln -s /dev/zero report.json" "$E/report.json: leads out of its folder (an absolute path, '..' or a symbolic link to elsewhere), expected a shard report inside it"
+if [ "$(id -u)" = 0 ]; then # a device node in the folder itself (mknod needs root)
+    evil "sh:rm report.json; mknod report.json c 1 5" "$E/report.json: not a regular file (a character device), expected a shard report"
+fi
+evil "sh:rm config.json; mkfifo config.json" "$E/config.json: not a regular file (a FIFO), expected an output file"
+evil "sh:rm config.json; ln -s /dev/zero config.json" "$E/config.json: leads out of its folder (an absolute path, '..' or a symbolic link to elsewhere), expected an output file inside it"
+evil "sh:rm e1_scatter.png; mkfifo e1_scatter.png" "$E/e1_scatter.png: not a regular file (a FIFO), expected an output file"
+printf 'secret\n' >"$T/secret"
+evil "sh:rm e1_scatter.png; ln -s '$T/secret' e1_scatter.png" "$E/e1_scatter.png: leads out of its folder (an absolute path, '..' or a symbolic link to elsewhere), expected an output file inside it"
+evil "sh:rm e1_scatter.png; ln -s ../secret e1_scatter.png" "$E/e1_scatter.png: leads out of its folder (an absolute path, '..' or a symbolic link to elsewhere), expected an output file inside it"
+evil version_utf8 "$E/report.json: tool.version: found byte 0xff at position 3 of the string that is not UTF-8, expected UTF-8 text"
+evil layer_utf8 "$E/report.json: shard.layers[0]: found byte 0xc0 at position 1 of the string that is not UTF-8, expected UTF-8 text"
+evil input_utf8 "$E/report.json: inputs[0].tensor: found byte 0xed at position 0 of the string that is not UTF-8, expected UTF-8 text"
+evil inf "$E/report.json: layers[0].fits.dyt.alpha: found a number beyond the range of a double, expected a finite number (a report writes null instead)"
+evil no_output "$E/report.json: config.output: found nothing, expected a string"
+evil tokens "$E/report.json: layers[0].tokens: found the number -5, expected a whole number in [0, 9007199254740992]"
+evil count "$E/report.json: shard.count: found the number 1.0000000000000001e+300, expected a whole number in [1, 100000]"
+evil dupkey "$E/report.json: layers[0].dim: found the key twice, expected each key once"
+evil nul "$E/report.json: malformed JSON at line 6, column 15: the escape \\u0000 (a NUL character) inside a string, expected text without NUL"
+evil outname "$E/report.json: outputs[5]: found a string, expected a plain file name (no '/', not '.', '..' or report.json, at most 255 bytes)"
+# a link that stays inside the shard folder is followed; a copy is never
+# readable by more users than the shard's file
+rm -rf "$T/evil" "$T/mo"
+cp -a "$T/shard1" "$T/evil"
+mv "$T/evil/e1_scatter.png" "$T/evil/e1.png.data"
+ln -s e1.png.data "$T/evil/e1_scatter.png"
+chmod 640 "$T/evil/e1.png.data"
+run "$NC" merge "$T/mo" "$T/evil" "$T/shard2" "$T/shard3" --quiet
+expect_status 0
+if [ "$(stat -c %a "$T/mo/e1_scatter.png")" = 640 ] && [ ! -L "$T/mo/e1_scatter.png" ]; then _ok; else _bad "copy of a 640 file: mode $(stat -c %a "$T/mo/e1_scatter.png")"; fi
+if cmp -s "$T/mo/e1_scatter.png" "$T/evil/e1.png.data"; then _ok; else _bad "copy differs"; fi
+
 # --shard values
 for bad in 0/3 4/3 3 /3 a/b; do
     run "$NC" run "$T/c.json" --shard "$bad" --out "$T/bad" --quiet

@@ -116,4 +116,54 @@ mkdir -p "$T/empty"
 bad_fit "$T/empty" "$T/empty: no *.safetensors file and no safetensors.index.json index in the folder (expected a sharded dump)"
 bad_fit "$T/nothing-*.safetensors" "$T/nothing-*.safetensors: no such file, and no file matches it as a pattern"
 
+# --- every file is opened without blocking and must be a regular file: an
+# index that is a FIFO (or a link to one) or a folder is refused at once
+# (exit 2), by fit and inspect alike (timeout: a blocked open would hang)
+bad_nohang() { # $1 command, $2 spec, $3 expected message
+    rm -rf "$T/bad-out"
+    if [ "$1" = fit ]; then
+        run timeout 20 "$NC" fit "$2" --out "$T/bad-out" --quiet
+    else
+        run timeout 20 "$NC" inspect "$2"
+    fi
+    expect_status 2
+    expect_err "normcmp: $3"
+    expect_no_file "$T/bad-out"
+}
+mkdir -p "$T/ff"
+cp "$T/sh/model-00001-of-00003.safetensors" "$T/ff/"
+mkfifo "$T/ff/model.safetensors.index.json"
+bad_nohang fit "$T/ff" "$T/ff/model.safetensors.index.json: not a regular file (a FIFO), expected an index file"
+bad_nohang inspect "$T/ff" "$T/ff/model.safetensors.index.json: not a regular file (a FIFO), expected an index file"
+rm "$T/ff/model.safetensors.index.json"
+mkfifo "$T/fifo"
+ln -s "$T/fifo" "$T/ff/model.safetensors.index.json"
+bad_nohang fit "$T/ff" "$T/ff/model.safetensors.index.json: not a regular file (a FIFO), expected an index file"
+rm "$T/ff/model.safetensors.index.json"
+mkdir "$T/ff/model.safetensors.index.json"
+bad_nohang fit "$T/ff" "$T/ff/model.safetensors.index.json: is a directory, expected an index file"
+rmdir "$T/ff/model.safetensors.index.json"
+
+# --- a glob refuses what the folder and index forms refuse: a dangling
+# link or a FIFO among its matches is named, not skipped
+mkdir -p "$T/g"
+cp "$T/sh/model-00001-of-00003.safetensors" "$T/g/m-1.safetensors"
+ln -s "$T/nowhere.safetensors" "$T/g/m-2.safetensors"
+bad_nohang fit "$T/g/m-*.safetensors" "$T/g/m-*.safetensors: matches $T/g/m-2.safetensors, a symbolic link to nothing (expected safetensors shards)"
+rm "$T/g/m-2.safetensors"
+mkfifo "$T/g/m-2.safetensors"
+bad_nohang fit "$T/g/m-*.safetensors" "$T/g/m-*.safetensors: matches $T/g/m-2.safetensors, a FIFO (expected safetensors shards, regular files)"
+
+# --- weight_map names files in the index's folder or below it: '..' is
+# refused like an absolute path (docs/dumping.md)
+mkdir -p "$T/up/idx"
+cp "$T/sh/model-00001-of-00003.safetensors" "$T/up/"
+printf '{"weight_map": {"early.bias": "../model-00001-of-00003.safetensors"}}' >"$T/up/idx/m.safetensors.index.json"
+bad_fit "$T/up/idx/m.safetensors.index.json" "$T/up/idx/m.safetensors.index.json: weight_map.\"early.bias\": \"../model-00001-of-00003.safetensors\" leads out of the index's folder (expected a file name inside it, without '..')"
+mkdir -p "$T/up/idx/sub"
+cp "$T/sh/model-00001-of-00003.safetensors" "$T/up/idx/sub/"
+printf '{"weight_map": {"early.bias": "sub/model-00001-of-00003.safetensors"}}' >"$T/up/idx/m.safetensors.index.json"
+run "$NC" inspect "$T/up/idx/m.safetensors.index.json"
+expect_status 0
+
 done_tests

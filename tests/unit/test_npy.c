@@ -640,6 +640,24 @@ static void test_reject_truncated_data(void)
                 "found 1000");
 }
 
+/* The boundary: one byte short of the data (a check off by one would read
+ * a byte past the end of the file). */
+static void test_reject_truncated_one_byte(void)
+{
+    nc_membuf mb = {0};
+    nc_sink s = nc_membuf_sink(&mb);
+    nc_sink_write(&s, NUMPY_V1, sizeof NUMPY_V1 - 1, NULL);
+    nc_sink_write(&s, BRIEF_X, 15, NULL);
+    expect_fail_buf(mb.data, mb.len, NC_EFORMAT,
+                    "x.npy: data truncated: expected 16 bytes for F32 [4] at offset 128, found "
+                    "15");
+    nc_membuf_free(&mb);
+    expect_fail("{'descr': '<f2', 'fortran_order': False, 'shape': (2040, 64), }", 261119,
+                NC_EFORMAT,
+                "x.npy: data truncated: expected 261120 bytes for F16 [2040, 64] at offset 73, "
+                "found 261119");
+}
+
 static void test_reject_extra_data(void)
 {
     nc_membuf mb = {0};
@@ -750,6 +768,7 @@ int main(void)
     test_reject_integer_overflow();
     test_reject_element_overflow();
     test_reject_truncated_data();
+    test_reject_truncated_one_byte();
     test_reject_extra_data();
     test_writer_rejects();
     return CHECK_DONE();

@@ -489,6 +489,16 @@ static void test_reject_invalid_json(void)
                 "deeper than 1000), expected a JSON object");
 }
 
+/* cJSON decodes \u0000 into a NUL that ends the name early: "a\u0000b"
+ * would be read as "a". */
+static void test_reject_escaped_nul(void)
+{
+    expect_fail("{\"a\\u0000b\": {\"dtype\": \"F32\", \"shape\": [0], \"data_offsets\": [0, 0]}}", 0,
+                NC_EFORMAT,
+                "x.safetensors: header at offset 11: found the escape \\u0000 inside a string, "
+                "expected names and values without NUL");
+}
+
 static void test_reject_trailing_bytes(void)
 {
     expect_fail("{}  \n", 0, NC_EFORMAT,
@@ -650,6 +660,32 @@ static void test_reject_offsets_past_end(void)
                 100, NC_EFORMAT,
                 "x.safetensors: tensor 'w': data_offsets [0, 128]: found end past the data "
                 "section, expected at most 100 (data start at offset 74)");
+}
+
+/* The boundary: an end one byte past the data section (a check off by one
+ * would accept it, read a byte past the file, and then report 2^64 - 1
+ * bytes after the last tensor). */
+static void test_reject_offsets_one_past_end(void)
+{
+    expect_fail("{\"w\": {\"dtype\": \"F32\", \"shape\": [4, 8], \"data_offsets\": [0, 128]}}",
+                127, NC_EFORMAT,
+                "x.safetensors: tensor 'w': data_offsets [0, 128]: found end past the data "
+                "section, expected at most 127 (data start at offset 74)");
+    /* the second of two tensors */
+    expect_fail("{\"a\": {\"dtype\": \"F32\", \"shape\": [16], \"data_offsets\": [0, 64]}, "
+                "\"b\": {\"dtype\": \"F32\", \"shape\": [16], \"data_offsets\": [64, 128]}}",
+                127, NC_EFORMAT,
+                "x.safetensors: tensor 'b': data_offsets [64, 128]: found end past the data "
+                "section, expected at most 127 (data start at offset 136)");
+    /* and the end exactly at the end of the file is fine */
+    nc_membuf mb = {0};
+    unsigned char data[128] = {0};
+    make_st(&mb, "{\"w\": {\"dtype\": \"F32\", \"shape\": [4, 8], \"data_offsets\": [0, 128]}}",
+            data, sizeof data);
+    nc_st *st = parse_ok(mb.data, mb.len);
+    CHECK(st && nc_st_count(st) == 1);
+    nc_st_free(st);
+    nc_membuf_free(&mb);
 }
 
 static void test_reject_size_mismatch(void)
@@ -866,6 +902,7 @@ int main(void)
     test_reject_header_over_limit();
     test_reject_not_an_object();
     test_reject_invalid_json();
+    test_reject_escaped_nul();
     test_reject_trailing_bytes();
     test_reject_entry_not_object();
     test_reject_entry_fields();
@@ -876,6 +913,7 @@ int main(void)
     test_reject_offsets_shape();
     test_reject_offsets_reversed();
     test_reject_offsets_past_end();
+    test_reject_offsets_one_past_end();
     test_reject_size_mismatch();
     test_reject_overlap();
     test_reject_duplicate_name();
