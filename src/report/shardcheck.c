@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/boot.h"
 #include "analysis/surrogate.h"
 #include "io/jsondoc.h"
 #include "report/shard.h"
@@ -393,6 +394,124 @@ static int check_fit_numbers(ck *c, const cJSON *fits, const cJSON *surr)
     return rc;
 }
 
+/* o.key (where present) as {"value"?, "se"?, "ci95"?: [lo, hi]} numbers. */
+static int want_ci(ck *c, const cJSON *o, const char *key)
+{
+    const cJSON *v;
+    int rc = want_object(c, o, key, false, &v);
+    if (rc || !v)
+        return rc;
+    size_t was = push_key(c, key);
+    rc = want_number_or_null(c, v, "value");
+    if (!rc)
+        rc = want_number_or_null(c, v, "se");
+    const cJSON *ci = get(v, "ci95");
+    if (!rc && ci && !(cJSON_IsArray(ci) && cJSON_GetArraySize(ci) == 2 &&
+                       cJSON_IsNumber(ci->child) && cJSON_IsNumber(ci->child->next)))
+        rc = bad(c, "ci95", ci, "an array of two numbers");
+    pop(c, was);
+    return rc;
+}
+
+/* A best_r2 / best_backprop block: "fit" a fit's name, "gaps" fit -> ci. */
+static int want_best(ck *c, const cJSON *o, const char *key)
+{
+    const cJSON *v, *gaps = NULL;
+    int rc = want_object(c, o, key, false, &v);
+    if (rc || !v)
+        return rc;
+    size_t was = push_key(c, key);
+    const char *fit;
+    rc = want_string(c, v, "fit", false, &fit);
+    if (!rc && fit && !nc_surrogate_find(fit))
+        rc = bad(c, "fit", get(v, "fit"), "the name of a fit");
+    if (!rc)
+        rc = want_object(c, v, "gaps", false, &gaps);
+    size_t w2 = push_key(c, "gaps");
+    for (int k = 0; gaps && !rc && k < NC_FIT_COUNT; k++)
+        rc = want_ci(c, gaps, nc_surrogate_get((nc_fit_id)k)->name);
+    pop(c, w2);
+    pop(c, was);
+    return rc;
+}
+
+/* layers[].bootstrap: what the run-level block reads (report/run_block.c). */
+static int check_boot(ck *c, const cJSON *l)
+{
+    const cJSON *b, *rr = NULL;
+    int rc = want_object(c, l, "bootstrap", false, &b);
+    if (rc || !b)
+        return rc;
+    size_t was = push_key(c, "bootstrap");
+    const char *st;
+    rc = want_string(c, b, "status", true, &st);
+    static const char *const ci[5] = {"residual_removed", "slope_ratio", "alpha", "gamma",
+                                      "alpha_gamma"};
+    for (int k = 0; !rc && k < 5; k++)
+        rc = want_ci(c, b, ci[k]);
+    if (!rc)
+        rc = want_best(c, b, "best_r2");
+    if (!rc)
+        rc = want_best(c, b, "best_backprop");
+    if (!rc)
+        rc = want_object(c, b, "run_replicates", false, &rr);
+    size_t w2 = push_key(c, "run_replicates");
+    size_t n = 0;
+    if (!rc && rr)
+        rc = want_whole(c, rr, "n", 0, NC_BOOT_RUN_REPLICATES, &n);
+    static const char *const series[4] = {"log_inv_std", "log_alpha", "log_alpha_gamma",
+                                          "log_affine_slope"};
+    for (int k = 0; rr && n && !rc && k < 4; k++) {
+        const cJSON *a = get(rr, series[k]);
+        bool ok = cJSON_IsArray(a) && (size_t)cJSON_GetArraySize(a) == n;
+        for (const cJSON *e = ok ? a->child : NULL; e; e = e->next)
+            ok = ok && cJSON_IsNumber(e);
+        if (!ok) {
+            char what[64];
+            snprintf(what, sizeof what, "an array of %zu numbers", n);
+            rc = bad(c, series[k], a, what);
+        }
+    }
+    pop(c, w2);
+    pop(c, was);
+    return rc;
+}
+
+/* layers[]'s source, group, role, depth and drop-in numbers (the run
+ * block's grouping, docs/dropin.md's alpha by role). */
+static int check_layer_more(ck *c, const cJSON *l)
+{
+    const char *s;
+    int rc = want_string(c, l, "source", false, &s);
+    if (!rc)
+        rc = want_string(c, l, "group", false, &s);
+    if (!rc)
+        rc = want_string(c, l, "role", false, &s);
+    if (!rc && get(l, "depth"))
+        rc = want_whole(c, l, "depth", 0, 9007199254740992.0, NULL);
+    const cJSON *dr;
+    if (!rc)
+        rc = want_object(c, l, "dropin", false, &dr);
+    size_t was = push_key(c, "dropin");
+    static const char *const kinds[2] = {"dyt", "dyt_alpha0"};
+    for (int k = 0; dr && !rc && k < 2; k++) {
+        const cJSON *f;
+        rc = want_object(c, dr, kinds[k], false, &f);
+        size_t w2 = push_key(c, kinds[k]);
+        if (!rc && f)
+            rc = want_number_or_null(c, f, "alpha");
+        if (!rc && f)
+            rc = want_number_or_null(c, f, "rmse_vs_real");
+        if (!rc && f)
+            rc = want_number_or_null(c, f, "rmse_vs_recomputed");
+        if (!rc && f)
+            rc = want_string(c, f, "alpha0_rule", false, &s);
+        pop(c, w2);
+    }
+    pop(c, was);
+    return rc ? rc : check_boot(c, l);
+}
+
 /* One layer block: what merge reads from it (merge.c's figures plan and
  * the run-level block). */
 static int check_layer(ck *c, const cJSON *l, const char *name)
@@ -436,7 +555,7 @@ static int check_layer(ck *c, const cJSON *l, const char *name)
     pop(c, was);
     if (!rc)
         rc = check_fit_numbers(c, fits, surr);
-    return rc;
+    return rc ? rc : check_layer_more(c, l);
 }
 
 static int check_layers(ck *c, const cJSON *root)

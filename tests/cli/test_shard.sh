@@ -147,6 +147,14 @@ elif case == "nul":
     r["command"] = "@A@"; raw["@A@"] = b"x\\u0000y"
 elif case == "outname":
     r["outputs"].append("../x.png")
+elif case == "boot_ci":
+    r["layers"][0]["bootstrap"]["residual_removed"]["ci95"] = [0.1]
+elif case == "boot_reps":
+    r["layers"][0]["bootstrap"]["run_replicates"]["log_alpha"][3] = "x"
+elif case == "boot_fit":
+    r["layers"][0]["bootstrap"]["best_r2"]["fit"] = "tanh"
+elif case == "source":
+    r["layers"][0]["source"] = 7
 text = json.dumps(r, indent=1).encode()
 for k, v in raw.items():
     text = text.replace(k.encode(), v)
@@ -189,7 +197,11 @@ evil tokens "$E/report.json: layers[0].tokens: found the number -5, expected a w
 evil count "$E/report.json: shard.count: found the number 1.0000000000000001e+300, expected a whole number in [1, 100000]"
 evil dupkey "$E/report.json: layers[0].dim: found the key twice, expected each key once"
 evil nul "$E/report.json: malformed JSON at line 6, column 15: the escape \\u0000 (a NUL character) inside a string, expected text without NUL"
-evil outname "$E/report.json: outputs[5]: found a string, expected a plain file name (no '/', not '.', '..' or report.json, at most 255 bytes)"
+evil outname "$E/report.json: outputs[8]: found a string, expected a plain file name (no '/', not '.', '..' or report.json, at most 255 bytes)"
+evil boot_ci "$E/report.json: layers[0].bootstrap.residual_removed.ci95: found an array, expected an array of two numbers"
+evil boot_reps "$E/report.json: layers[0].bootstrap.run_replicates.log_alpha: found an array, expected an array of 200 numbers"
+evil boot_fit "$E/report.json: layers[0].bootstrap.best_r2.fit: found a string, expected the name of a fit"
+evil source "$E/report.json: layers[0].source: found the number 7, expected a string"
 # a link that stays inside the shard folder is followed; a copy is never
 # readable by more users than the shard's file
 rm -rf "$T/evil" "$T/mo"
