@@ -34,6 +34,7 @@ void nc_layer_summary_init(nc_layer_summary *s, const char *name)
     s->removed_lo = s->removed_hi = NAN;
     s->slope_ratio = s->slope_ratio_lo = s->slope_ratio_hi = s->alpha_lo = s->alpha_hi = NAN;
     s->dropin_rmse_real = s->dropin_rmse_rec = NAN;
+    s->swap_delta = s->swap_delta_se = NAN;
 }
 
 /* The bootstrap's numbers of a finished layer (layer.h nc_layer_boot). */
@@ -310,6 +311,36 @@ static void pct_ci(double lo, double hi, char *buf, size_t cap)
         snprintf(buf, cap, "%s", "");
 }
 
+/* "; <what> +0.012 +- 0.003 nats per token" (a stale result says so) */
+static void swap_text(double delta, double se, const char *unit, bool stale, const char *what,
+                      char *buf, size_t cap)
+{
+    char sev[32] = "";
+    if (isfinite(se))
+        snprintf(sev, sizeof sev, " +- %.2g", se);
+    snprintf(buf, cap, "; %s %+.3g%s %s%s", what, delta, sev, unit ? unit : "",
+             stale ? " (swap test of other drop-ins: rerun it)" : "");
+}
+
+void nc_run_summary_swap(nc_run_summary *R, double delta, double se, const char *unit,
+                         bool stale)
+{
+    R->has_swap = true;
+    R->swap_all = delta;
+    R->swap_all_se = se;
+    R->swap_unit = unit;
+    R->swap_stale = stale;
+    char t[256];
+    swap_text(delta, se, unit, stale, "every norm replaced by its drop-in DyT costs", t, sizeof t);
+    /* after the layers' counts, before the groups (" | ") */
+    char *bar = strstr(R->verdict, " | ");
+    size_t at = bar ? (size_t)(bar - R->verdict) : strlen(R->verdict), tl = strlen(t);
+    if (strlen(R->verdict) + tl < sizeof R->verdict) {
+        memmove(R->verdict + at + tl, R->verdict + at, strlen(R->verdict) - at + 1);
+        memcpy(R->verdict + at, t, tl);
+    }
+}
+
 static void layer_verdict(const nc_layer_summary *s, nc_layer_verdict *v)
 {
     v->boot = s->boot;
@@ -330,7 +361,7 @@ static void layer_verdict(const nc_layer_summary *s, nc_layer_verdict *v)
         snprintf(v->verdict, sizeof v->verdict, "no surrogate was fitted");
         return;
     }
-    char r2t[128], bpt[256] = "", rm[48], sr[160] = "";
+    char r2t[128], bpt[256] = "", rm[48], sr[384] = "";
     rank_text(&v->by_r2, v->too_few, r2t, sizeof r2t);
     if (v->by_bp.best >= 0) {
         char t[128];
@@ -345,9 +376,13 @@ static void layer_verdict(const nc_layer_summary *s, nc_layer_verdict *v)
                               : "; slope at 0 / theory %.3g", v->slope_ratio, v->slope_ratio_lo,
                               v->slope_ratio_hi);
     if (so < sizeof sr && (isfinite(s->dropin_rmse_real) || isfinite(s->dropin_rmse_rec)))
-        snprintf(sr + so, sizeof sr - so, "; drop-in DyT RMSE %.3g (%s output)",
-                 isfinite(s->dropin_rmse_real) ? s->dropin_rmse_real : s->dropin_rmse_rec,
-                 isfinite(s->dropin_rmse_real) ? "real" : "recomputed");
+        so += (size_t)snprintf(sr + so, sizeof sr - so, "; drop-in DyT RMSE %.3g (%s output)",
+                               isfinite(s->dropin_rmse_real) ? s->dropin_rmse_real
+                                                             : s->dropin_rmse_rec,
+                               isfinite(s->dropin_rmse_real) ? "real" : "recomputed");
+    if (so < sizeof sr && isfinite(s->swap_delta))
+        swap_text(s->swap_delta, s->swap_delta_se, s->swap_unit, s->swap_stale,
+                  "replacing it alone costs", sr + so, sizeof sr - so);
     const char *point = v->boot      ? ""
                         : v->too_few ? " (point estimates: too few blocks of tokens for a "
                                        "bootstrap, nothing decided)"

@@ -79,6 +79,13 @@ typedef struct nc_layer_summary {
     /* the drop-in DyT (docs/dropin.md): RMSE of weight*tanh(alpha x)+bias
      * against the real output and the recomputed one (layers[].dropin.dyt) */
     double dropin_rmse_real, dropin_rmse_rec;
+    /* the swap test (docs/swap.md): the loss change when this norm alone is
+     * replaced by the drop-in DyT, and its standard error over batches
+     * (layers[].swap.dyt); unit borrowed; stale: measured with other
+     * drop-in parameters than this run's */
+    double swap_delta, swap_delta_se;
+    const char *swap_unit;
+    bool swap_stale;
     const double *rep[NC_BOOT_REP]; /* .run_replicates series, [nrep] each (not owned) */
 } nc_layer_summary;
 
@@ -128,7 +135,7 @@ typedef struct nc_layer_verdict {
     double removed_lo, removed_hi; /* its 95% bootstrap interval (NaN: none) */
     double slope_ratio;       /* alpha gamma rho: DyT's slope at 0 over the theory's 1/rho */
     double slope_ratio_lo, slope_ratio_hi;
-    char verdict[640];
+    char verdict[1024];
 } nc_layer_verdict;
 
 /* A model group: the layers of one source (dump file, shard folder, or the
@@ -166,6 +173,11 @@ typedef struct nc_run_summary {
     int most_best_r2;         /* the fit most often best by R^2 among those (-1: none) */
     size_t most_best_r2_count;
     bool boot;                /* every layer's verdict came from the bootstrap */
+    /* the swap test's every-norm-replaced change (DyT), when there is one
+     * (nc_run_summary_swap) */
+    bool has_swap, swap_stale;
+    double swap_all, swap_all_se;
+    const char *swap_unit;
     char verdict[4096];       /* the saturation count, then each group's verdict */
 } nc_run_summary;
 
@@ -176,6 +188,11 @@ int nc_run_summary_compute(const nc_layer_summary *L, size_t n, nc_run_summary *
                            nc_err *err);
 
 void nc_run_summary_free(nc_run_summary *s);
+
+/* Adds the swap test's every-norm-replaced loss change (DyT; se NAN: one
+ * batch) to R and to its verdict. unit borrowed. */
+void nc_run_summary_swap(nc_run_summary *R, double delta, double se, const char *unit,
+                         bool stale);
 
 /* The log-log regression of y[k] on x[k] (k < n), as described above;
  * fewer than 3 usable points give no slope (NAN, status says why). */

@@ -82,9 +82,12 @@ static void name_cell(const char *name, int w, char *buf, size_t cap)
 
 /* "saturating  36% [34-37]" style cells of one layer */
 static void layer_line(const nc_layer_summary *s, const nc_layer_verdict *v, int namew,
-                       int width)
+                       int width, bool swap)
 {
-    char nm[256], removed[48] = "", best[160] = "", slope[48] = "";
+    char nm[256], removed[48] = "", best[160] = "", slope[48] = "", cost[48] = "";
+    if (swap && isfinite(s->swap_delta))
+        snprintf(cost, sizeof cost, isfinite(s->swap_delta_se) ? "%+.3f~%.3f" : "%+.3f",
+                 s->swap_delta, s->swap_delta_se);
     name_cell(s->name ? s->name : "?", namew, nm, sizeof nm);
     const char *kind = nc_layer_verdict_kind(v);
     if (isfinite(v->residual_removed)) {
@@ -107,9 +110,18 @@ static void layer_line(const nc_layer_summary *s, const nc_layer_verdict *v, int
     if (isfinite(v->slope_ratio))
         snprintf(slope, sizeof slope, "%.2f", v->slope_ratio);
     char line[1024];
-    int n = snprintf(line, sizeof line, "%s  %-19s %-14s %5s  %s", nm, kind, removed, slope,
-                     best);
-    if (n > width) /* the ties are what gives: cut them, the label and numbers stay */
+    int n = swap ? snprintf(line, sizeof line, "%s  %-19s %-14s %5s %13s  %s", nm, kind, removed,
+                            slope, cost, best)
+                 : snprintf(line, sizeof line, "%s  %-19s %-14s %5s  %s", nm, kind, removed,
+                            slope, best);
+    if (n > width && v->by_r2.nties) { /* the ties give: their count, the names in the report */
+        snprintf(best, sizeof best, "tie of %zu fits", v->by_r2.nties + 1);
+        n = swap ? snprintf(line, sizeof line, "%s  %-19s %-14s %5s %13s  %s", nm, kind, removed,
+                            slope, cost, best)
+                 : snprintf(line, sizeof line, "%s  %-19s %-14s %5s  %s", nm, kind, removed,
+                            slope, best);
+    }
+    if (n > width) /* still too wide: the end goes, the label and numbers stay */
         snprintf(line + width - 3, sizeof line - (size_t)(width - 3), "...");
     puts(line);
 }
@@ -124,21 +136,30 @@ void cli_print_brief(const nc_layer_summary *L, const nc_run_summary *R)
     }
     if (namew > width / 3)
         namew = width / 3;
-    printf("%-*s  %-19s %-14s %5s  %s\n", namew, "layer", "verdict", "removed [95%]",
-           "slope", "best R^2");
+    bool swap = false;
     for (size_t k = 0; k < R->nlayers; k++)
-        layer_line(&L[k], &R->layer[k], namew, width);
+        swap |= isfinite(L[k].swap_delta);
+    if (swap)
+        printf("%-*s  %-19s %-14s %5s %13s  %s\n", namew, "layer", "verdict", "removed [95%]",
+               "slope", "swap cost~se", "best R^2");
+    else
+        printf("%-*s  %-19s %-14s %5s  %s\n", namew, "layer", "verdict", "removed [95%]",
+               "slope", "best R^2");
+    for (size_t k = 0; k < R->nlayers; k++)
+        layer_line(&L[k], &R->layer[k], namew, width, swap);
     bool too_few = false;
     for (size_t k = 0; k < R->nlayers; k++)
         too_few |= R->layer[k].too_few;
-    char legend[512];
+    char legend[768];
     snprintf(legend, sizeof legend, "removed: the share of the affine map's residual that the "
              "best curve removes (saturating above 10%%, near-linear below, else undecided); "
-             "slope: DyT's slope at 0 over the theory's; %s",
+             "slope: DyT's slope at 0 over the theory's; %s%s",
              R->boot ? "[95%]: over resampled blocks of tokens"
              : too_few ? "no [95%]: too few blocks of tokens to resample (bootstrap.status in "
                          "the report), so nothing is decided"
-                       : "point estimates: no bootstrap");
+                       : "point estimates: no bootstrap",
+             swap ? "; swap cost: the model's loss change with this norm alone replaced by "
+                    "its drop-in DyT, ~ its standard error (the swap test, docs/swap.md)" : "");
     wrapped(legend, width, 0, 2);
     if (R->nlayers >= 2) {
         char text[8192];

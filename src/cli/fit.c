@@ -58,6 +58,7 @@ enum {
     OPT_ROLE,
     OPT_ALPHA0,
     OPT_NO_DROPIN,
+    OPT_SWAP,
 };
 
 static const struct option fit_options[] = {
@@ -96,6 +97,7 @@ static const struct option fit_options[] = {
     {"role", required_argument, NULL, OPT_ROLE},
     {"alpha0", required_argument, NULL, OPT_ALPHA0},
     {"no-dropin", no_argument, NULL, OPT_NO_DROPIN},
+    {"swap", required_argument, NULL, OPT_SWAP},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
     {"json", no_argument, NULL, OPT_JSON},
@@ -112,7 +114,9 @@ static const struct option fit_options[] = {
     "      --alpha0 A[,OTHER]     alpha of the fixed-alpha drop-in DyT: A for every layer, or\n"  \
     "                             A for attention-input norms and OTHER for the rest (default:\n" \
     "                             the DyT paper's by model kind, width and role)\n"               \
-    "      --no-dropin            no drop-in parameter files (dropin_*.safetensors)\n"
+    "      --no-dropin            no drop-in parameter files (dropin_*.safetensors)\n"      \
+    "      --swap FILE            the swap test's results (docs/swap.md; default: DUMP.swap.json\n" \
+    "                             beside the dump, or swap.json in the output folder, if there)\n"
 
 static const char fit_help[] =
     "usage: normcmp fit FILE... [options]\n"
@@ -199,6 +203,7 @@ typedef struct overrides {
     size_t nroles;
     nc_alpha0_opt alpha0;              /* --alpha0 (n = 0: not given) */
     bool no_dropin;
+    const char *swap;
 } overrides;
 
 static int set_default_output(nc_config *cfg, const char *out, nc_err *err)
@@ -275,6 +280,9 @@ static int parse_override(int c, const char *arg, overrides *ov, nc_err *err)
     case OPT_NO_DROPIN:
         ov->no_dropin = true;
         return 1;
+    case OPT_SWAP:
+        ov->swap = arg;
+        return 1;
     case OPT_OUT:
         ov->out = arg;
         return 1;
@@ -334,6 +342,11 @@ static int apply_overrides(nc_config *cfg, const overrides *ov, nc_err *err)
         cfg->dropin.alpha0 = ov->alpha0;
     if (ov->no_dropin)
         cfg->dropin.enabled = false;
+    if (ov->swap) {
+        free(cfg->swap);
+        if (!(cfg->swap = strdup(ov->swap)))
+            return nc_err_set(err, NC_ENOMEM, "out of memory");
+    }
     /* the flags' role patterns come first, in their order */
     for (size_t k = 0; k < ov->nroles; k++) {
         const char *arg = ov->roles[k], *eq = strrchr(arg, '=');
@@ -863,6 +876,7 @@ static const struct option run_options[] = {
     {"role", required_argument, NULL, OPT_ROLE},
     {"alpha0", required_argument, NULL, OPT_ALPHA0},
     {"no-dropin", no_argument, NULL, OPT_NO_DROPIN},
+    {"swap", required_argument, NULL, OPT_SWAP},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
     {"json", no_argument, NULL, OPT_JSON},

@@ -554,6 +554,39 @@ static int run_figures(const shard *s0, const cJSON *root, const char *command, 
     return rc;
 }
 
+/* The swap test's run-level block (docs/swap.md), when the shards read
+ * one: the first shard's, `current` only if every shard's is. */
+static int merge_swap(const shard *s, size_t n, cJSON *root, nc_err *err)
+{
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(s[0].root, "swap");
+    if (!sw)
+        return 0;
+    bool current = true;
+    for (size_t k = 0; k < n; k++) {
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(s[k].root, "swap"), "current");
+        current = current && cJSON_IsTrue(c);
+    }
+    cJSON *copy = cJSON_Duplicate(sw, true), *cur = cJSON_CreateBool(current);
+    if (!copy || !cur || !cJSON_ReplaceItemInObjectCaseSensitive(copy, "current", cur) ||
+        !cJSON_AddItemToObject(root, "swap", copy)) {
+        cJSON_Delete(copy);
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    }
+    /* each layer's too: an unsharded run judges all layers together */
+    cJSON *l;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(root, "layers"))
+    {
+        cJSON *ls = cJSON_GetObjectItemCaseSensitive(l, "swap");
+        cJSON *c = ls ? cJSON_CreateBool(current) : NULL;
+        if (ls && (!c || !cJSON_ReplaceItemInObjectCaseSensitive(ls, "current", c))) {
+            cJSON_Delete(c);
+            return nc_err_set(err, NC_ENOMEM, "out of memory");
+        }
+    }
+    return 0;
+}
+
 /* The merged report: the shards' layers and inputs in plan order, the
  * first shard's tool and config (its output set to out). */
 static int merged_root(const shard *s, size_t n, const char *out, const char *command,
@@ -582,6 +615,8 @@ static int merged_root(const shard *s, size_t n, const char *out, const char *co
         return nc_err_set(err, NC_ENOMEM, "out of memory");
     }
     int rc = merge_layers(s, n, root, err);
+    if (!rc)
+        rc = merge_swap(s, n, root, err);
     if (rc)
         return rc;
     /* the run-level block, from the per-layer numbers just merged, by the

@@ -116,6 +116,7 @@ void nc_config_free(nc_config *cfg)
         free(cfg->dropin.role_name[k]);
     }
     free(cfg->dropin.role_regex);
+    free(cfg->swap);
     free(cfg->dropin.role_name);
     free(cfg->dropin.role_origin);
     free(cfg->source);
@@ -366,13 +367,22 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
                                        "bins", "max_exact_points", "sample_tokens", "seed",
                                        "threads", "jacobian", "figures", "sweep", "layers",
                                        "bootstrap", "token_block", "dropin", "alpha0", "roles",
-                                       NULL};
+                                       "swap", NULL};
     if (!cJSON_IsObject(root))
         return nc_err_set(w->err, NC_EINVAL, "%s: expected a JSON object at the top level",
                           w->file);
     int rc = nc_config_check_keys(w, root, "", keys);
     if (rc)
         return rc;
+    char *swap = NULL;
+    if ((rc = nc_config_get_string(w, root, "swap", "", &swap)))
+        return rc;
+    if (swap) {
+        rc = nc_config_resolve(w, swap, &cfg->swap);
+        free(swap);
+        if (rc)
+            return rc;
+    }
     if ((rc = nc_config_get_string(w, root, "name", "", &cfg->name)) ||
         (rc = nc_config_get_string(w, root, "output", "", &cfg->output)) ||
         (rc = get_norm(w, root, "", &cfg->norm, &cfg->has_norm)) ||

@@ -96,6 +96,8 @@ typedef struct nc_config {
         bool figure, csv;     /* write a figure and a CSV per layer and parameter (default yes) */
         unsigned formats;     /* figure formats (0: PNG) */
     } sweep;
+    char *swap;               /* the swap test's results file ("swap", --swap; NULL: looked
+                               * for beside the dump and in the output folder: plan/swap.h) */
     struct nc_config_dropin {
         bool enabled;         /* drop-in parameters per layer (docs/dropin.md; default on) */
         nc_alpha0_opt alpha0; /* an override of the DyT paper's alpha0 (n = 0: none) */

@@ -596,6 +596,59 @@ static int assign_roles(nc_plan *plan, nc_err *err)
     return rc;
 }
 
+/* path when it names an existing file. */
+static bool exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* The swap test's results (swap.h): the config's file, else the first of
+ * DUMP.swap.json beside the run's one safetensors dump (a file X.safetensors,
+ * a folder DIR or DIR/, its index DIR/...index.json) and swap.json in the
+ * output folder that exists. */
+static int find_swap(nc_plan *plan, nc_err *err)
+{
+    const nc_config *cfg = plan->cfg;
+    char cand[2][4096];
+    int nc = 0;
+    if (cfg->swap) {
+        snprintf(cand[nc++], sizeof cand[0], "%s", cfg->swap);
+    } else {
+        size_t nst = 0, which = 0;
+        for (size_t k = 0; k < plan->ndumps; k++)
+            if (strcmp(nc_dump_format(plan->dumps[k]), "safetensors") == 0) {
+                nst++;
+                which = k;
+            }
+        const char *p = nst == 1 ? nc_dump_path(plan->dumps[which]) : NULL;
+        size_t n = p ? strlen(p) : 0;
+        while (n > 1 && p[n - 1] == '/')
+            n--;
+        const char *idx = ".safetensors.index.json", *st = ".safetensors";
+        if (p && n > strlen(idx) && strncmp(p + n - strlen(idx), idx, strlen(idx)) == 0) {
+            const char *slash = memrchr(p, '/', n);
+            n = slash ? (size_t)(slash - p) : 0; /* the index's folder */
+        } else if (p && n > strlen(st) && strncmp(p + n - strlen(st), st, strlen(st)) == 0) {
+            n -= strlen(st);
+        }
+        if (p && n)
+            snprintf(cand[nc++], sizeof cand[0], "%.*s.swap.json", (int)n, p);
+        if (cfg->output)
+            snprintf(cand[nc++], sizeof cand[0], "%s/swap.json", cfg->output);
+    }
+    for (int k = 0; k < nc; k++) {
+        if (!cfg->swap && !exists(cand[k]))
+            continue;
+        int rc = nc_swap_read(cand[k], &plan->swap, err);
+        if (rc)
+            return rc;
+        plan->has_swap = true;
+        return 0;
+    }
+    return 0;
+}
+
 int nc_plan_open(const nc_config *cfg, nc_plan **out, nc_err *err)
 {
     *out = NULL;
@@ -618,6 +671,8 @@ int nc_plan_open(const nc_config *cfg, nc_plan **out, nc_err *err)
         rc = check_figure_layers(plan, err);
     if (!rc)
         rc = assign_roles(plan, err);
+    if (!rc)
+        rc = find_swap(plan, err);
     if (rc) {
         nc_plan_close(plan);
         return rc;
@@ -802,6 +857,26 @@ static int alpha_roles(nc_plan *plan, size_t n, nc_err *err)
     return rc;
 }
 
+/* Whether the swap test's results were measured with this run's drop-in
+ * parameters: every measured layer's alpha or C equals what this run
+ * wrote (as float32, the files' type). */
+static bool swap_current(const nc_plan *plan)
+{
+    const nc_swap *sw = &plan->swap;
+    for (size_t k = 0; k < plan->nlayers; k++) {
+        const nc_plan_layer *l = &plan->layers[k];
+        const nc_swap_layer *e = l->done ? nc_swap_find(sw, l->name) : NULL;
+        for (int f = 0; e && f < NC_DROPIN_COUNT; f++) {
+            if (!sw->has[f] || !isfinite(e->s[f].param))
+                continue;
+            if (!l->has_dropin || !l->dropin.done || !l->dropin.fit[f].ok ||
+                e->s[f].param != (double)l->dropin.fit[f].param32)
+                return false;
+        }
+    }
+    return true;
+}
+
 /* The run-level block over the analysed layers (run_summary.h; the
  * report writes it for two or more, the summary prints the verdicts). Not for a shard (run --shard): `normcmp merge`
  * computes it over all shards' layers with the same function. */
@@ -826,10 +901,21 @@ static int run_summary(nc_plan *plan, nc_err *err)
             s->dropin_rmse_real = l->dropin.fit[NC_DROPIN_DYT].rmse_real;
             s->dropin_rmse_rec = l->dropin.fit[NC_DROPIN_DYT].rmse_rec;
         }
+        const nc_swap_layer *e = plan->has_swap ? nc_swap_find(&plan->swap, l->name) : NULL;
+        if (e && e->s[NC_DROPIN_DYT].ok) {
+            s->swap_delta = e->s[NC_DROPIN_DYT].delta;
+            s->swap_delta_se = e->s[NC_DROPIN_DYT].delta_se;
+            s->swap_unit = plan->swap.unit;
+            s->swap_stale = !plan->swap.current;
+        }
     }
     int rc = nc_run_summary_compute(plan->summaries, n, &plan->run, err);
     if (rc)
         return rc;
+    if (plan->has_swap && plan->swap.all[NC_DROPIN_DYT].ok && n >= 2)
+        nc_run_summary_swap(&plan->run, plan->swap.all[NC_DROPIN_DYT].delta,
+                            plan->swap.all[NC_DROPIN_DYT].delta_se, plan->swap.unit,
+                            !plan->swap.current);
     plan->has_run = true;
     return plan->cfg->dropin.enabled ? alpha_roles(plan, n, err) : 0;
 }
@@ -877,6 +963,8 @@ int nc_plan_run(nc_plan *plan, nc_progress *progress, nc_err *err)
             return rc;
         nc_plan_layer_memory(&plan->layers[k], false); /* one layer resident at a time */
     }
+    if (plan->has_swap)
+        plan->swap.current = swap_current(plan);
     /* a shard's block would cover only its layers: merge writes the run's */
     return plan->cfg->shard_count ? 0 : run_summary(plan, err);
 }
@@ -907,6 +995,7 @@ void nc_plan_close(nc_plan *plan)
     nc_roles_free(plan->roles);
     free(plan->role_layers);
     nc_alpha_roles_free(&plan->alpha_roles);
+    nc_swap_free(&plan->swap);
     nc_dump_hasher_stop(plan->hasher); /* before the dumps it reads are closed */
     free(plan->hash_order);
     free(plan->layers);

@@ -23,6 +23,7 @@
 #include "analysis/dropin.h"
 #include "analysis/layer.h"
 #include "analysis/roles.h"
+#include "plan/swap.h"
 #include "analysis/normcheck.h"
 #include "analysis/jacobian.h"
 #include "analysis/outlier.h"
@@ -117,6 +118,8 @@ typedef struct nc_plan {
     bool has_alpha_roles;   /* the run-level alpha-by-role block (beside `run`) */
     nc_role_layer *role_layers; /* [layers done], in layer order; strings borrowed */
     nc_alpha_roles alpha_roles;
+    bool has_swap;          /* the swap test's results were found (swap.h) */
+    nc_swap swap;
     nc_dump **hash_order;   /* owned list (dumps borrowed): the inputs' dumps, once each */
     nc_dump_hasher *hasher; /* their digests, made in the background during nc_plan_run */
 } nc_plan;

@@ -656,7 +656,7 @@ static void add_boot(builder *b, cJSON *lo, const nc_plan_layer *pl)
     str(b, o, "status", B->status);
 }
 
-static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
+static void add_layer(builder *b, cJSON *layers, const nc_plan *plan, const nc_plan_layer *pl)
 {
     const nc_layer_result *r = &pl->result;
     cJSON *lo = obj(b, layers, NULL);
@@ -690,6 +690,7 @@ static void add_layer(builder *b, cJSON *layers, const nc_plan_layer *pl)
             add_fit(b, fits, r, k);
     if (r->boot.replicates > 0 && r->points > 0)
         add_boot(b, lo, pl);
+    nc_report_add_swap_layer(b, lo, plan, pl->name); /* docs/swap.md */
     if (pl->has_jacobian)
         add_jacobian(b, lo, &pl->jacobian);
     if (pl->has_outlier_steps)
@@ -728,13 +729,14 @@ int nc_report_json(const nc_plan *plan, const char *command, const char *const *
     cJSON *layers = arr(&b, root, "layers");
     for (size_t k = 0; layers && k < plan->nlayers; k++)
         if (plan->layers[k].done)
-            add_layer(&b, layers, &plan->layers[k]);
+            add_layer(&b, layers, plan, &plan->layers[k]);
     if (plan->has_run && plan->run.nlayers >= 2) {
         nc_report_add_run(&b, root, plan->summaries, &plan->run);
         if (plan->has_alpha_roles) /* docs/dropin.md */
             nc_report_add_alpha_roles(&b, cJSON_GetObjectItemCaseSensitive(root, "run"),
                                       plan->role_layers, &plan->alpha_roles);
     }
+    nc_report_add_swap(&b, root, plan);
     if (!nc_report_add_shard(root, plan))
         b.ok = false;
     cJSON *outs = arr(&b, root, "outputs");

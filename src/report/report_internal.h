@@ -138,6 +138,16 @@ static inline void ci_obj(builder *b, cJSON *o, const char *key, double value, d
     ci_obj_of(b, o, key, true, value, se, lo, hi);
 }
 
+struct nc_plan;
+
+/* swap_out.c: layer name's swap test results under lo ("swap"), when the
+ * run has them (docs/swap.md). */
+void nc_report_add_swap_layer(builder *b, cJSON *lo, const struct nc_plan *plan,
+                              const char *name);
+
+/* swap_out.c: the swap test's run-level results ("swap") under root. */
+void nc_report_add_swap(builder *b, cJSON *root, const struct nc_plan *plan);
+
 /* run_block.c: the run-level block ("run") of n = R->nlayers layers under
  * parent. */
 void nc_report_add_run(builder *b, cJSON *parent, const nc_layer_summary *L,

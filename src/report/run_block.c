@@ -228,6 +228,13 @@ static void summary_from_json(const cJSON *lo, nc_layer_summary *s, double *rep)
         cJSON_GetObjectItemCaseSensitive(lo, "dropin"), "dyt");
     s->dropin_rmse_real = jnum_at(ddyt, "rmse_vs_real", NULL);
     s->dropin_rmse_rec = jnum_at(ddyt, "rmse_vs_recomputed", NULL);
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(lo, "swap");
+    const cJSON *sdyt = cJSON_GetObjectItemCaseSensitive(sw, "dyt");
+    const cJSON *unit = cJSON_GetObjectItemCaseSensitive(sw, "unit");
+    s->swap_delta = jnum_at(sdyt, "delta", NULL);
+    s->swap_delta_se = jnum_at(sdyt, "delta_se", NULL);
+    s->swap_unit = cJSON_IsString(unit) ? unit->valuestring : NULL;
+    s->swap_stale = !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sw, "current"));
     const cJSON *src = cJSON_GetObjectItemCaseSensitive(lo, "source");
     const cJSON *grp = cJSON_GetObjectItemCaseSensitive(lo, "group");
     const cJSON *norm = cJSON_GetObjectItemCaseSensitive(lo, "norm");
@@ -257,6 +264,14 @@ int nc_report_add_run_from_layers(cJSON *root, nc_err *err)
         summary_from_json(lo, &L[k], rep + k * per);
     nc_run_summary R;
     int rc = nc_run_summary_compute(L, n, &R, err);
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "swap");
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(sw, "all"), "dyt");
+    const cJSON *unit = cJSON_GetObjectItemCaseSensitive(sw, "unit");
+    if (!rc && isfinite(jnum_at(all, "delta", NULL)))
+        nc_run_summary_swap(&R, jnum_at(all, "delta", NULL), jnum_at(all, "delta_se", NULL),
+                            cJSON_IsString(unit) ? unit->valuestring : NULL,
+                            !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sw, "current")));
     if (!rc) {
         builder b = {.ok = true};
         nc_report_add_run(&b, root, L, &R);

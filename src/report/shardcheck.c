@@ -477,6 +477,44 @@ static int check_boot(ck *c, const cJSON *l)
     return rc;
 }
 
+/* A swap block's surrogate entries (docs/swap.md: layers[].swap, the
+ * top-level swap's all and roles[]): numbers or null. */
+static int want_swap_entries(ck *c, const cJSON *o)
+{
+    static const char *const sur[3] = {"dyt", "dyt_alpha0", "dyisru"};
+    static const char *const keys[6] = {"alpha", "C", "delta", "delta_se", "accuracy_delta",
+                                        "accuracy_delta_se"};
+    int rc = 0;
+    for (int k = 0; !rc && k < 3; k++) {
+        const cJSON *e;
+        rc = want_object(c, o, sur[k], false, &e);
+        size_t was = push_key(c, sur[k]);
+        for (int q = 0; e && !rc && q < 6; q++)
+            rc = want_number_or_null(c, e, keys[q]);
+        pop(c, was);
+    }
+    return rc;
+}
+
+/* layers[].swap: unit, current and the entries. */
+static int want_swap_layer(ck *c, const cJSON *l)
+{
+    const cJSON *sw;
+    int rc = want_object(c, l, "swap", false, &sw);
+    if (rc || !sw)
+        return rc;
+    size_t was = push_key(c, "swap");
+    const char *s;
+    rc = want_string(c, sw, "unit", true, &s);
+    const cJSON *cur = get(sw, "current");
+    if (!rc && !cJSON_IsBool(cur))
+        rc = bad(c, "current", cur, "true or false");
+    if (!rc)
+        rc = want_swap_entries(c, sw);
+    pop(c, was);
+    return rc;
+}
+
 /* layers[]'s source, group, role, depth and drop-in numbers (the run
  * block's grouping, docs/dropin.md's alpha by role). */
 static int check_layer_more(ck *c, const cJSON *l)
@@ -509,7 +547,48 @@ static int check_layer_more(ck *c, const cJSON *l)
         pop(c, w2);
     }
     pop(c, was);
+    if (!rc)
+        rc = want_swap_layer(c, l);
     return rc ? rc : check_boot(c, l);
+}
+
+/* The top-level swap block (docs/swap.md), where present: what merge
+ * copies and the run-level verdict reads. */
+static int check_swap(ck *c, const cJSON *root)
+{
+    const cJSON *sw, *all = NULL;
+    int rc = want_object(c, root, "swap", false, &sw);
+    if (rc || !sw)
+        return rc;
+    size_t was = push_key(c, "swap");
+    const char *s;
+    static const char *const strs[3] = {"file", "loss", "unit"};
+    for (int k = 0; !rc && k < 3; k++)
+        rc = want_string(c, sw, strs[k], true, &s);
+    const cJSON *cur = get(sw, "current");
+    if (!rc && !cJSON_IsBool(cur))
+        rc = bad(c, "current", cur, "true or false");
+    if (!rc)
+        rc = want_object(c, sw, "all", false, &all);
+    size_t w2 = push_key(c, "all");
+    if (!rc && all)
+        rc = want_swap_entries(c, all);
+    pop(c, w2);
+    const cJSON *roles = get(sw, "roles");
+    if (!rc && roles && !cJSON_IsArray(roles))
+        rc = bad(c, "roles", roles, "an array");
+    size_t i = 0;
+    for (const cJSON *r = roles ? roles->child : NULL; r && !rc; r = r->next, i++) {
+        size_t w3 = push_key(c, "roles"), w4 = push_index(c, i);
+        rc = cJSON_IsObject(r) ? want_string(c, r, "role", true, &s)
+                               : bad(c, NULL, r, "an object");
+        if (!rc)
+            rc = want_swap_entries(c, r);
+        pop(c, w4);
+        pop(c, w3);
+    }
+    pop(c, was);
+    return rc;
 }
 
 /* One layer block: what merge reads from it (merge.c's figures plan and
@@ -698,6 +777,8 @@ int nc_shard_report_parse(const char *text, size_t len, const char *path, nc_sha
         rc = check_inputs(&c, root);
     if (!rc)
         rc = check_outputs(&c, root);
+    if (!rc)
+        rc = check_swap(&c, root);
     if (rc) {
         cJSON_Delete(root);
         memset(out, 0, sizeof *out);
