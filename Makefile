@@ -102,7 +102,7 @@ ALL_LDFLAGS = $(XLDFLAGS) $(LDFLAGS)
 # them, so a second `make test` with nothing changed rebuilds nothing.
 .SECONDARY:
 
-.PHONY: all test demo bench fuzz figures format deps install uninstall clean help
+.PHONY: all test demo demo-model bench fuzz figures format deps install uninstall clean help
 .DEFAULT_GOAL := all
 
 all: $(BIN)
@@ -141,6 +141,10 @@ test: $(BIN) $(UNIT_BIN) $(FUZZ_BIN)
 
 demo: $(BIN)
 	$(BIN) run configs/demo.json
+
+demo-model: $(BIN)
+	@scripts/deps.sh test
+	@BUILD=$(BUILD) scripts/demo_model.sh
 
 bench: $(BIN) $(BENCH)
 	@scripts/deps.sh bench
