@@ -204,6 +204,7 @@ clean:
 help:
 	@echo "make            build $(BIN)"
 	@echo "make demo       run configs/demo.json into out/demo/"
+	@echo "make demo-model the whole loop on the shipped ViT: dump, analyse, swap test (out/demo-model/)"
 	@echo "make test       the whole test suite (SANITIZE=1: with ASan and UBSan)"
 	@echo "make bench      time each stage on a 4096 x 4096 layer, a 7B-shaped model, NumPy ratios (NATIVE=1: -march=native)"
 	@echo "make figures    regenerate every paper-style figure into out/figures/"
