@@ -39,6 +39,9 @@
 
 #include "util/err.h"
 
+/* The opacity of a drawn pixel holding one point (figure.h, raster.h). */
+#define NC_DENSITY_ALPHA_MIN 0.3
+
 typedef struct nc_density {
     int w, h;              /* raster size in pixels, >= 1 each */
     double x0, x1, y0, y1; /* data range mapped onto it: x0 -> left edge of column 0, x1 ->
