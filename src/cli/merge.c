@@ -27,6 +27,8 @@
 #include "plan/plan.h"
 #include "plot/figures.h"
 #include "report/html.h"
+#include "report/jbuild.h"
+#include "report/run_block.h"
 #include "report/shard.h"
 #include "util/outfile.h"
 
@@ -456,22 +458,16 @@ static int merged_root(const shard *s, size_t n, const char *out, const char *co
 }
 
 /* Turns every number below node into raw text that reads back exactly, as
- * the report writes them (report.c: the shortest of %.15g, %.16g, %.17g
- * that round-trips; cJSON's own printer keeps 15 digits that only come
- * close). False when out of memory. */
+ * the report writes them (report/jbuild.h nc_jb_number; cJSON's own
+ * printer keeps 15 digits that only come close). False when out of
+ * memory. */
 static bool exact_numbers(cJSON *node)
 {
     cJSON *c = node->child;
     while (c) {
         cJSON *next = c->next;
         if (cJSON_IsNumber(c)) {
-            char buf[40];
-            for (int prec = 15; prec <= 17; prec++) {
-                snprintf(buf, sizeof buf, "%.*g", prec, c->valuedouble);
-                if (strtod(buf, NULL) == c->valuedouble)
-                    break;
-            }
-            cJSON *raw = cJSON_CreateRaw(buf);
+            cJSON *raw = nc_jb_number(c->valuedouble);
             if (!raw)
                 return false;
             raw->string = c->string; /* the key moves to the new node */

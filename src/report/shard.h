@@ -28,11 +28,4 @@ bool nc_report_config_sha256(const cJSON *config, char out[65]);
  * plan's config has a shard; false when out of memory. */
 bool nc_report_add_shard(cJSON *root, const nc_plan *plan);
 
-/* Adds the run-level block ("run", analysis/run_summary.h) to a merged
- * report root, computed by nc_run_summary_compute from the per-layer
- * numbers in root's "layers" (fields as run_summary.h names them), as
- * nc_report_json does for an unsharded run; nothing for fewer than two
- * layers. Errors: NC_ENOMEM. */
-int nc_report_add_run_from_layers(cJSON *root, nc_err *err);
-
 #endif
