@@ -21,7 +21,9 @@
 #include "analysis/layer.h"
 #include "core/norm.h"
 #include "core/synth.h"
+#include "config/config_sections.h"
 #include "config/figspec.h"
+#include "config/values.h"
 #include "util/err.h"
 
 /* Companion tensors of a layer (DESIGN.md "layer"). */
@@ -67,30 +69,8 @@ typedef struct nc_config {
      * (0-based, plan order) with i % shard_count == shard_index - 1 are
      * analysed; shard_count 0: every layer. Not a config file key. */
     size_t shard_index, shard_count;
-    struct {
-        bool enabled;         /* the diagonal-Jacobian comparison per layer (default on) */
-        size_t probes;        /* random probes per token (0: default) */
-        size_t dense_tokens;  /* tokens materialised as d x d (0: default) */
-        bool has_seed;
-        uint64_t seed;        /* probe seed (default: the config's seed) */
-    } jacobian;
-    struct nc_config_sweep {
-        bool enabled;         /* a sweep section was given */
-        double *alpha;        /* DyT's alpha grid (owned), or NULL */
-        size_t nalpha;
-        bool alpha_auto;      /* a log grid around the layer's theory value */
-        double *C;            /* DyISRU's C grid (owned), or NULL */
-        size_t nC;
-        bool C_auto;
-        size_t auto_steps;    /* points of an "auto" grid (default 200) */
-        nc_amp gamma;         /* the fixed amplitude of DyT's fixed series (default 1) */
-        double beta;          /* its fixed offset (default 0) */
-        nc_amp scale;         /* DyISRU's fixed scale (default auto) */
-        char **layers;        /* patterns (owned); none: every layer */
-        size_t nlayers;
-        bool figure, csv;     /* write a figure and a CSV per layer and parameter (default yes) */
-        unsigned formats;     /* figure formats (0: PNG) */
-    } sweep;
+    nc_config_jacobian jacobian; /* config_sections.h */
+    nc_config_sweep sweep;
     nc_fig_spec *figures;     /* figures to render into the output folder */
     size_t nfigures;
     nc_config_layer *layers;
@@ -120,13 +100,5 @@ void nc_config_free(nc_config *cfg);
 /* The effective eps of a layer: its own, the config's, or the norm's default. */
 double nc_config_layer_eps(const nc_config *cfg, const nc_config_layer *layer);
 nc_norm_kind nc_config_layer_norm(const nc_config *cfg, const nc_config_layer *layer);
-
-/* Parses an amplitude rule given as text ("free", "sqrt(d)", "sqrt(d-1)",
- * "auto" or a positive number). */
-bool nc_amp_parse(const char *s, nc_amp *amp);
-
-/* Parses a comma-separated list of fit names into fit[] (all false first);
- * flag ("--fits", "--curves") names the option in messages. */
-int nc_fits_parse(const char *flag, const char *list, bool fit[NC_FIT_COUNT], nc_err *err);
 
 #endif

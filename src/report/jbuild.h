@@ -3,8 +3,9 @@
  *
  * Every helper takes the builder b; an allocation or insertion that fails
  * clears b->ok and leaves the tree as it was (a NULL parent, left by an
- * earlier failure, is one, and the value setters skip it), so a writer adds a whole block without checking each call and turns
- * !b.ok into one NC_ENOMEM when it is done. Numbers are written as raw
+ * earlier failure, is one, and the value setters skip it), so a writer
+ * adds a whole block without checking each call and turns !b.ok into one
+ * NC_ENOMEM when it is done. Numbers are written as raw
  * text that reads back as exactly the same double (the shortest of %.15g,
  * %.16g, %.17g that round-trips: cJSON's own printer keeps 15 digits,
  * which only come close), and a number that is not finite as null beside

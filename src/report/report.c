@@ -60,7 +60,8 @@ static void add_config(nc_jb *b, cJSON *root, const nc_plan *plan)
         nc_jb_num(b, c, "eps", cfg->eps);
     cJSON *fits = nc_jb_arr(b, c, "fits");
     for (int k = 0; fits && k < NC_FIT_COUNT; k++)
-        if (cfg->fit[k] && !cJSON_AddItemToArray(fits, cJSON_CreateString(nc_surrogate_get((nc_fit_id)k)->name)))
+        if (cfg->fit[k] &&
+            !cJSON_AddItemToArray(fits, cJSON_CreateString(nc_surrogate_get((nc_fit_id)k)->name)))
             b->ok = false;
     cJSON *amp = nc_jb_obj(b, c, "amplitude");
     char buf[64];
@@ -75,7 +76,8 @@ static void add_config(nc_jb *b, cJSON *root, const nc_plan *plan)
     nc_jb_num(b, c, "threads", (double)(cfg->threads ? cfg->threads : nc_default_threads()));
     cJSON *jac = nc_jb_obj(b, c, "jacobian");
     nc_jb_bool(b, jac, "enabled", cfg->jacobian.enabled);
-    nc_jb_num(b, jac, "probes", (double)(cfg->jacobian.probes ? cfg->jacobian.probes : NC_JAC_PROBES));
+    nc_jb_num(b, jac, "probes",
+              (double)(cfg->jacobian.probes ? cfg->jacobian.probes : NC_JAC_PROBES));
     if (cfg->jacobian.dense_tokens) {
         nc_jb_num(b, jac, "dense_tokens", (double)cfg->jacobian.dense_tokens);
     } else {
@@ -276,7 +278,8 @@ static void add_fit(nc_jb *b, cJSON *fits, const nc_layer_result *r, int id)
     nc_jb_num(b, o, "iterations", f->iterations);
     nc_jb_bool(b, o, "converged", f->converged);
     bool finite = isfinite(f->rmse) && isfinite(f->r2);
-    nc_jb_str(b, o, "status", !finite && !strcmp(f->status, "ok") ? "metrics not finite" : f->status);
+    nc_jb_str(b, o, "status",
+              !finite && !strcmp(f->status, "ok") ? "metrics not finite" : f->status);
 
     if (id == NC_FIT_DYT || id == NC_FIT_DYT_PER_CHANNEL || id == NC_FIT_DYT_THEORY) {
         /* the quantities of the DyT paper's alpha-vs-1/std observation */
@@ -552,7 +555,8 @@ static void add_real_check(nc_jb *b, cJSON *lo, const nc_plan_layer *pl)
     nc_jb_bool(b, c, "affine_applied", r->real_affine);
     nc_jb_str(b, c, "status", k->status ? k->status : "ok");
     if (!isfinite(r->real_max_abs_diff))
-        nc_jb_str(b, c, "reason", "the real output has non-finite values where the input is finite");
+        nc_jb_str(b, c, "reason",
+                  "the real output has non-finite values where the input is finite");
     if (k->rerun || k->detected) {
         cJSON *f = nc_jb_obj(b, c, "first_pass");
         nc_jb_str(b, f, "norm", nc_norm_name(k->first_norm));

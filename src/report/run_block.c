@@ -76,7 +76,8 @@ void nc_report_add_run(nc_jb *b, cJSON *parent, const nc_layer_summary *L,
         nc_jb_num(b, lo, "alpha", L[k].alpha);
         nc_jb_num(b, lo, "theory_alpha", L[k].theory_alpha);
         nc_jb_num(b, lo, "alpha_over_theory", v->alpha_over_theory);
-        nc_jb_ensure_status(b, lo, "a fit that did not run (affine map, DyT) leaves these undefined");
+        nc_jb_ensure_status(b, lo,
+                            "a fit that did not run (affine map, DyT) leaves these undefined");
         nc_jb_str(b, lo, "verdict", v->verdict);
     }
     nc_jb_str(b, o, "grouping", "model groups: the layers sharing d (dim), in the order of their "
