@@ -2,15 +2,16 @@
 # Install the Debian packages normcmp needs, only those that are missing.
 #
 #   scripts/deps.sh build   compiler, pkg-config and the C libraries (libpng,
-#                           cJSON, OpenBLAS (serial build), cairo) plus the
-#                           DejaVu font
+#                           cJSON, cairo) plus the DejaVu font
 #   scripts/deps.sh test    build + NumPy/SciPy for the independent references,
 #                           PyTorch and Pillow for the activation dump script,
 #                           GNU parallel (the sharded-run test), chromium
 #                           (the browser test of index.html), groff (the man
 #                           page check)
 #   scripts/deps.sh fuzz    test + clang and its sanitizer/fuzzer runtime
-#   scripts/deps.sh bench   test + Matplotlib (the reference pipeline) + hyperfine
+#   scripts/deps.sh bench   test + OpenBLAS (serial build: the benchmark's GEMM
+#                           rate) + Matplotlib (the reference pipeline) +
+#                           hyperfine
 #
 # Runs apt-get (as root, or through sudo when available), quietly: one line
 # says what it installs; apt's output goes to a log shown only on failure.
@@ -18,7 +19,7 @@
 set -eu
 
 group=${1:-build}
-build="build-essential pkg-config libpng-dev libcjson-dev libopenblas-serial-dev libcairo2-dev fonts-dejavu-core"
+build="build-essential pkg-config libpng-dev libcjson-dev libcairo2-dev fonts-dejavu-core"
 # one package (or a few related ones) per line, so additions merge cleanly
 test="$build python3 python3-numpy python3-scipy python3-torch python3-pil
 parallel
@@ -28,7 +29,7 @@ case "$group" in
 build) pkgs=$build ;;
 test) pkgs=$test ;;
 fuzz) pkgs="$test clang libclang-rt-14-dev" ;;
-bench) pkgs="$test python3-matplotlib hyperfine" ;;
+bench) pkgs="$test libopenblas-serial-dev python3-matplotlib hyperfine" ;;
 *) echo "deps.sh: unknown group '$group' (expected build, test, fuzz or bench)" >&2; exit 2 ;;
 esac
 

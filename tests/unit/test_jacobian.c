@@ -235,33 +235,43 @@ static void test_token_jacobian_three_ways(void)
         }
 }
 
-/* The dense check's default sample: NC_JAC_DENSE_ENTRIES / d^2 tokens, at
- * least one, at most NC_JAC_DENSE_MAX_TOKENS. */
+/* The dense check's default sample, sized to the layer: min(N d,
+ * NC_JAC_DENSE_ENTRIES) / d^2 tokens, at least one, at most
+ * NC_JAC_DENSE_MAX_TOKENS and the N usable tokens. */
 static void test_dense_default_tokens(void)
 {
-    CHECK_INT(0, nc_jac_dense_default_tokens(0));
-    CHECK_INT(1, nc_jac_dense_default_tokens(4096));
-    CHECK_INT(1024, nc_jac_dense_default_tokens(128));
-    CHECK_INT(4096, nc_jac_dense_default_tokens(64)); /* d <= 64: all of 4096 tokens */
-    CHECK_INT(4096, nc_jac_dense_default_tokens(1));
-    CHECK_INT(28, nc_jac_dense_default_tokens(768));
-    CHECK_INT(1, nc_jac_dense_default_tokens(8192));
-    CHECK_INT(1, nc_jac_dense_default_tokens(100000));
-    CHECK_INT(1, nc_jac_dense_default_tokens((size_t)1 << 40)); /* d^2 overflows */
+    CHECK_INT(0, nc_jac_dense_default_tokens(0, 100));
+    CHECK_INT(0, nc_jac_dense_default_tokens(64, 0));
+    CHECK_INT(1, nc_jac_dense_default_tokens(4096, 4096));  /* 2^24 entries: one token */
+    CHECK_INT(1, nc_jac_dense_default_tokens(4096, 16));    /* N < d: still one token */
+    CHECK_INT(1, nc_jac_dense_default_tokens(2048, 2048));  /* N d = d^2 */
+    CHECK_INT(2, nc_jac_dense_default_tokens(2048, 4096));
+    CHECK_INT(4, nc_jac_dense_default_tokens(2048, 100000)); /* capped at 2^24 entries */
+    CHECK_INT(1024, nc_jac_dense_default_tokens(128, (size_t)1 << 20));
+    CHECK_INT(31, nc_jac_dense_default_tokens(64, 2040));   /* vit4mnist: 130560 / 4096 */
+    CHECK_INT(1, nc_jac_dense_default_tokens(64, 64));
+    CHECK_INT(4096, nc_jac_dense_default_tokens(64, (size_t)1 << 22));
+    CHECK_INT(4096, nc_jac_dense_default_tokens(1, 5000));
+    CHECK_INT(10, nc_jac_dense_default_tokens(1, 10));      /* at most N */
+    CHECK_INT(28, nc_jac_dense_default_tokens(768, (size_t)1 << 20));
+    CHECK_INT(1, nc_jac_dense_default_tokens(768, 1000));
+    CHECK_INT(1, nc_jac_dense_default_tokens(100000, 3));
+    CHECK_INT(1, nc_jac_dense_default_tokens((size_t)1 << 40, 5)); /* d^2 overflows */
+    CHECK_INT(4096, nc_jac_dense_default_tokens(3, SIZE_MAX));    /* N d overflows */
 }
 
 /* A dense check that ran and agreed: within its rounding bounds, the bounds
  * as jacobian.h states them. */
 static void check_dense_ok(const nc_jac_result *jr, size_t d)
 {
-    CHECK_STR("ok", jr->dense_status);
-    CHECK(jr->dense_ran);
-    CHECK_REL(dense_gamma(d), jr->dense_tol, 1e-15);
-    CHECK_REL(frob_bound(d), jr->dense_frob_tol, 1e-15);
-    CHECK(jr->dense_max_rel_diff >= 0 && jr->dense_max_rel_diff <= jr->dense_tol);
-    CHECK(jr->dense_frob_max_rel_diff >= 0 &&
-          jr->dense_frob_max_rel_diff <= jr->dense_frob_tol);
-    CHECK(jr->dense_off_max_rel_diff >= 0 && jr->dense_off_max_rel_diff <= jr->dense_frob_tol);
+    CHECK_STR("ok", jr->dense.status);
+    CHECK(jr->dense.ran);
+    CHECK_REL(dense_gamma(d), jr->dense.tol, 1e-15);
+    CHECK_REL(frob_bound(d), jr->dense.frob_tol, 1e-15);
+    CHECK(jr->dense.max_rel_diff >= 0 && jr->dense.max_rel_diff <= jr->dense.tol);
+    CHECK(jr->dense.frob_max_rel_diff >= 0 &&
+          jr->dense.frob_max_rel_diff <= jr->dense.frob_tol);
+    CHECK(jr->dense.off_max_rel_diff >= 0 && jr->dense.off_max_rel_diff <= jr->dense.frob_tol);
 }
 
 /* BRIEF.md's closed form for LayerNorm: ||I - 11^T/d - xhat xhat^T/d||_F^2 =
@@ -445,13 +455,15 @@ static void check_pooled(nc_norm_kind norm, double eps, size_t N, size_t d, doub
     }
     CHECK(compared >= 6); /* every fit of the defaults, per-channel DyT included */
     CHECK(jr.surr[NC_FIT_DYT_PER_CHANNEL].ok);
-    /* the dense check ran over every token (d <= 64, N <= 4096), with
-     * NC_JAC_PROBES probe columns */
-    CHECK_INT(w.used, jr.tokens_materialised);
-    CHECK_INT(NC_JAC_PROBES, jr.dense_columns);
+    /* the dense check ran on the default sample (about N d entries: N / d
+     * tokens), with NC_JAC_PROBES probe columns */
+    const size_t m = nc_jac_dense_default_tokens(d, w.used);
+    CHECK(m >= 1 && m <= w.used);
+    CHECK_INT(m, jr.dense.tokens);
+    CHECK_INT(NC_JAC_PROBES, jr.dense.columns);
     check_dense_ok(&jr, d);
-    CHECK_REL((double)d * (double)d * (2.0 + 2.0 * NC_JAC_PROBES) * (double)w.used,
-              jr.dense_flops, 1e-15);
+    CHECK_REL((double)d * (double)d * (2.0 + 2.0 * NC_JAC_PROBES) * (double)m, jr.dense.flops,
+              1e-15);
     CHECK(jr.ode.ok);
     nc_jac_result_free(&jr);
     nc_layer_result_free(&res);
@@ -521,7 +533,7 @@ static void test_share_large_d(void)
     CHECK_REL(g.diag_frobenius_share, jr.diag_frobenius_share, 1e-6);
     CHECK_REL(g.offdiag_frobenius_share, jr.backprop.err, 1e-3);
     CHECK_REL(g.radial_retention, jr.radial_retention, 1e-5);
-    CHECK_INT(3, jr.tokens_materialised);
+    CHECK_INT(3, jr.dense.tokens);
     check_dense_ok(&jr, d);
     CHECK_INT(N, jr.backprop.n);
     CHECK_INT(0, jr.backprop.n_inf);
@@ -568,8 +580,8 @@ static void test_parallel_gradients(void)
     /* probes are not parallel: finite; the dense product agrees, the real
      * column (J^T g = 0) included */
     CHECK(isfinite(jr.backprop.mean));
-    CHECK_INT(N, jr.tokens_materialised);
-    CHECK_INT(NC_JAC_PROBES + 1, jr.dense_columns); /* the probes and the real one */
+    CHECK_INT(nc_jac_dense_default_tokens(D, N), jr.dense.tokens);
+    CHECK_INT(NC_JAC_PROBES + 1, jr.dense.columns); /* the probes and the real one */
     check_dense_ok(&jr, D);
     /* radial retention: diag(J) y = inv (1 - 1/4) y, so 3/4 of y/r is kept */
     CHECK_REL(0.75, jr.radial_retention, 1e-15);
@@ -749,7 +761,7 @@ static void test_thread_independence(void)
         for (int r = 0; r < j1.nranked; r++)
             CHECK(j1.rank_real[r].id == j2.rank_real[r].id &&
                   same_bits(j1.rank_real[r].gap_se, j2.rank_real[r].gap_se));
-        CHECK_STR(j1.dense_status, j2.dense_status);
+        CHECK_STR(j1.dense.status, j2.dense.status);
         /* another seed changes the dense check's probes only: the backprop
          * errors are exact expectations over probes */
         nc_jac_result j3;
@@ -758,7 +770,7 @@ static void test_thread_independence(void)
         CHECK(same_bits(j1.diag_frobenius_share, j3.diag_frobenius_share));
         CHECK(same_summary(&j1.backprop_real, &j3.backprop_real));
         CHECK(same_summary(&j1.backprop, &j3.backprop));
-        CHECK(!same_bits(j1.dense_max_rel_diff, j3.dense_max_rel_diff));
+        CHECK(!same_bits(j1.dense.max_rel_diff, j3.dense.max_rel_diff));
         nc_jac_result_free(&j1);
         nc_jac_result_free(&j2);
         nc_jac_result_free(&j3);
@@ -870,10 +882,13 @@ static void test_probes_per_token(void)
     CHECK_INT(0, nc_layer_analyze(&spec, &full, &err));
     spec.sample_tokens = 37;
     CHECK_INT(0, nc_layer_analyze(&spec, &part, &err));
+    nc_jac_opts o;
+    nc_jac_opts_defaults(&o);
+    o.dense_tokens = NC_JAC_DENSE_ALL; /* the dense check on every sampled token */
     CHECK_INT(0, nc_jacobian_run(&full, &x, NULL, NULL, NULL, 2, NULL, &jf, &err));
-    CHECK_INT(0, nc_jacobian_run(&part, &x, NULL, NULL, NULL, 2, NULL, &jp, &err));
+    CHECK_INT(0, nc_jacobian_run(&part, &x, NULL, NULL, &o, 2, NULL, &jp, &err));
     CHECK_INT(37, jp.tokens);
-    CHECK_INT(37, jp.tokens_materialised);
+    CHECK_INT(37, jp.dense.tokens);
     check_dense_ok(&jp, d);
     int same = 0;
     for (size_t t = 0; t < part.tok.nt; t++)
@@ -901,11 +916,12 @@ static void test_dense_options_and_errors(void)
         free(X);
         return;
     }
-    /* the default: every token (745 of width 150 fit NC_JAC_DENSE_ENTRIES) */
-    CHECK(nc_jac_dense_default_tokens(d) > N);
+    /* the default: one token (the layer has fewer points than one token's
+     * d^2 entries) */
+    CHECK_INT(1, nc_jac_dense_default_tokens(d, N));
     CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, NULL, 2, NULL, &jr, &err));
-    CHECK_INT(N, jr.tokens_materialised);
-    CHECK_INT(NC_JAC_PROBES, jr.dense_columns);
+    CHECK_INT(1, jr.dense.tokens);
+    CHECK_INT(NC_JAC_PROBES, jr.dense.columns);
     check_dense_ok(&jr, d);
     CHECK(jr.time_dense_s >= 0);
     nc_jac_result_free(&jr);
@@ -914,30 +930,30 @@ static void test_dense_options_and_errors(void)
     o.dense_tokens = 7;
     o.probes = 3;
     CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, &o, 2, NULL, &jr, &err));
-    CHECK_INT(7, jr.tokens_materialised);
+    CHECK_INT(7, jr.dense.tokens);
     CHECK_INT(3, jr.probes);
-    CHECK_INT(3, jr.dense_columns);
+    CHECK_INT(3, jr.dense.columns);
     check_dense_ok(&jr, d);
     nc_jac_result_free(&jr);
     /* many probes: every probe is a column */
     o.dense_tokens = NC_JAC_DENSE_ALL;
     o.probes = 70;
     CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, &o, 2, NULL, &jr, &err));
-    CHECK_INT(N, jr.tokens_materialised);
-    CHECK_INT(70, jr.dense_columns);
+    CHECK_INT(N, jr.dense.tokens);
+    CHECK_INT(70, jr.dense.columns);
     check_dense_ok(&jr, d);
     nc_jac_result_free(&jr);
     o.probes = 3;
     o.dense_max_entries = 1000;
     CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, &o, 2, NULL, &jr, &err));
-    CHECK_INT(0, jr.tokens_materialised);
-    CHECK_CONTAINS(jr.dense_status, "skipped: 150 x 150 entries per token exceed 1000");
-    CHECK(isnan(jr.dense_max_rel_diff) && !jr.dense_ran);
+    CHECK_INT(0, jr.dense.tokens);
+    CHECK_CONTAINS(jr.dense.status, "skipped: 150 x 150 entries per token exceed 1000");
+    CHECK(isnan(jr.dense.max_rel_diff) && !jr.dense.ran);
     nc_jac_result_free(&jr);
     o.dense_max_entries = 0;
     o.no_dense = true;
     CHECK_INT(0, nc_jacobian_run(&res, &x, NULL, NULL, &o, 2, NULL, &jr, &err));
-    CHECK_CONTAINS(jr.dense_status, "skipped");
+    CHECK_CONTAINS(jr.dense.status, "skipped");
     CHECK(isfinite(jr.diag_frobenius_share));
     nc_jac_result_free(&jr);
 
@@ -961,7 +977,7 @@ static void test_dense_options_and_errors(void)
     CHECK_INT(1, jr.real_nonfinite_tokens);
     CHECK_INT(N - 2, jr.backprop_real.n);
     CHECK(isfinite(jr.backprop_real.mean));
-    CHECK_INT(NC_JAC_PROBES + 1, jr.dense_columns);
+    CHECK_INT(NC_JAC_PROBES + 1, jr.dense.columns);
     check_dense_ok(&jr, d);
     nc_jac_result_free(&jr);
     free(Gr);
@@ -1003,8 +1019,8 @@ static void test_unusable_tokens(void)
     CHECK_INT(0, jr.tokens);
     CHECK(isnan(jr.diag_frobenius_share) && isnan(jr.backprop.mean));
     CHECK_INT(0, jr.backprop.n);
-    CHECK_INT(0, jr.tokens_materialised);
-    CHECK_CONTAINS(jr.dense_status, "no usable token");
+    CHECK_INT(0, jr.dense.tokens);
+    CHECK_CONTAINS(jr.dense.status, "no usable token");
     nc_jac_result_free(&jr);
     nc_layer_result_free(&res);
 
@@ -1030,17 +1046,6 @@ static void test_unusable_tokens(void)
 
 }
 
-static void test_blas_rate(void)
-{
-    double gf = 0, el = 0;
-    nc_err err = {0};
-    CHECK_INT(0, nc_jac_blas_rate(64, true, 2, &gf, &el, &err));
-    CHECK(gf > 0 && el > 0);
-    CHECK_INT(0, nc_jac_blas_rate(64, false, 1, &gf, &el, &err));
-    CHECK(gf > 0 && el > 0);
-    CHECK_INT(NC_EINVAL, nc_jac_blas_rate(0, false, 1, &gf, &el, &err));
-}
-
 int main(void)
 {
     test_token_jacobian_three_ways();
@@ -1055,6 +1060,5 @@ int main(void)
     test_probes_per_token();
     test_dense_options_and_errors();
     test_unusable_tokens();
-    test_blas_rate();
     return CHECK_DONE();
 }
