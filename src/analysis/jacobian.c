@@ -1,6 +1,5 @@
 /*
- * jacobian.c - the diagonal-Jacobian comparison (jacobian.h; BRIEF.md, "The
- * gradient derivation").
+ * jacobian.c - the diagonal-Jacobian comparison (jacobian.h; docs/jacobian.md).
  *
  * Legend: d channels; t a visited token (a position in res->tok), tok its
  * row in x; i a channel; y = (x - c_t) * inv_t the norm's output before the

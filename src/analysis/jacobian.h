@@ -1,6 +1,6 @@
 /*
- * jacobian.h - the diagonal-Jacobian comparison (BRIEF.md, "The gradient
- * derivation" and "Further facts"; the project's issue 3).
+ * jacobian.h - the diagonal-Jacobian comparison (docs/jacobian.md defines
+ * every number; docs/theory.md derives the diagonal's ODEs).
  *
  * Legend: N tokens, d channels, t a visited token, i a channel; per token
  * y = (x - c_t) * inv_t (layer.h), scale = 1/inv. The Jacobian of the norm
@@ -19,7 +19,7 @@
  * with q = ||y||^2 / d and m = mean(y). (||I - A||_F^2 = d - 2 tr A +
  * ||A||_F^2; for LayerNorm A = (1 1^T + y y^T)/d, tr A = 1 + q and ||A||_F^2
  * = 1 + q^2 + 2 (1.y)^2 / d^2. With y orthogonal to 1 and q = kappa =
- * var/(var + eps) this is BRIEF's d - 1 - 2 kappa + kappa^2; the exact form
+ * var/(var + eps) this is d - 1 - 2 kappa + kappa^2; the exact form
  * in the y's is what is computed.)
  *
  * nc_jacobian_run computes, in one streaming pass over the layer's input
@@ -304,10 +304,10 @@ double nc_jac_token_frob2(nc_norm_kind norm, const double *y, double inv, size_t
 
 /* ---- the ODE check ------------------------------------------------------ */
 
-/* Integrates ODE-1 and ODE-2 of BRIEF.md over [0, x_max] for width d and
+/* Integrates ODE-1 and ODE-2 (docs/theory.md) over [0, x_max] for width d and
  * constant scale rho and compares with the closed forms (see nc_jac_ode).
  * ODE-2 is singular at x = 0, where y = 0 is also a solution: the DyISRU
- * solution is the one with slope y'(0) = 1/rho (BRIEF.md: matching the
+ * solution is the one with slope y'(0) = 1/rho (docs/theory.md: matching the
  * slope at 0 gives C = d rho^2). It is started at x0 = NC_JAC_ODE2_X0 *
  * rho * sqrt(d) from the series y = x/rho - x^3/(2 d rho^3) + 3 x^5 /
  * (8 d^2 rho^5), which follows from the ODE and the slope alone

@@ -330,7 +330,7 @@ NC_VMATH_CLONES static void bins_block(void *vctx, int shard, size_t t0, size_t 
         nc_sum_add(&a->sxy, nc_lanes_total(sxy));
         nc_sum_add(&a->sy, nc_lanes_total(sy));
         nc_sum_add(&a->syy, nc_lanes_total(syy));
-        /* the exact Jacobian diagonal J_ii = inv (jc - y_i^2 / d) (BRIEF.md) */
+        /* the exact Jacobian diagonal J_ii = inv (jc - y_i^2 / d) (docs/jacobian.md) */
         const double jc = ctx->jc, invd = 1.0 / (double)d;
         double sj[NC_LANES] = {0}, sjj[NC_LANES] = {0};
         for (i = 0; i < d; i++)

@@ -1,7 +1,7 @@
 /*
  * norm.c - `normcmp norm FILE --norm layernorm|rmsnorm -o OUT.npy`: writes
  * the normalized output of a tensor as float32, streamed token by token
- * (BRIEF.md "The objects"; with --affine, the weight and bias found beside
+ * (docs/theory.md "RMSNorm", "LayerNorm"; with --affine, the weight and bias found beside
  * it are applied). A token with a non-finite value, or of zero scale,
  * gives NaN outputs, as PyTorch does.
  */

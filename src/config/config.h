@@ -26,7 +26,7 @@
 #include "config/values.h"
 #include "util/err.h"
 
-/* Companion tensors of a layer (DESIGN.md "layer"). */
+/* Companion tensors of a layer (README "Companions"). */
 enum { NC_COMP_OUTPUT, NC_COMP_WEIGHT, NC_COMP_BIAS, NC_COMP_GRAD, NC_COMP_COUNT };
 
 /* "output", "weight", "bias", "grad_output". */

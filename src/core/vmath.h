@@ -1,6 +1,6 @@
 /*
  * vmath.h - double-precision exp, tanh and erf written so that GCC
- * vectorizes loops that call them (BRIEF.md: DyT's tanh(alpha * x), Derf's
+ * vectorizes loops that call them (DyT's tanh(alpha * x), Derf's
  * erf(alpha * x + s)), and the derivatives the fitter needs.
  *
  * libm's exp/tanh/erf are scalar calls: a loop calling them cannot be

@@ -412,8 +412,8 @@ static void add_dense(nc_jb *b, cJSON *o, const nc_jac_result *j)
     nc_jb_num(b, t, "ode_s", j->time_ode_s);
 }
 
-/* BRIEF.md "The gradient derivation": what the diagonal keeps and loses;
- * docs/jacobian.md defines every field. */
+/* What the Jacobian's diagonal keeps and loses (docs/theory.md, the
+ * derivation); docs/jacobian.md defines every field. */
 static void add_jacobian(nc_jb *b, cJSON *lo, const nc_jac_result *j)
 {
     cJSON *o = nc_jb_obj(b, lo, "jacobian");

@@ -15,6 +15,9 @@
 #    cycle (a shared helper gets a home below both files instead).
 # Known circles that other work is removing are listed in KNOWN below; the
 # test fails when one of them is gone, so the list cannot go stale.
+# 5. comments in src/, scripts/ and the Makefile cite what the repository
+#    holds (docs/, the README), never documents outside it (BRIEF.md,
+#    DESIGN.md) or an issue by number.
 . tests/cli/lib.sh
 
 KNOWN=""
@@ -61,4 +64,14 @@ expect_status 0
 run /usr/bin/python3 tests/cli/check_funclen.py "$T/x"
 expect_status 1
 expect_out_has "FAIL: src/core/long.c:1: int f: 131 lines (limit 120)"
+# no citation of documents outside the repository, or of issues
+cites() { grep -rnE 'BRIEF|DESIGN\.md|[Ii]ssues? #?[0-9]+|the issue'"'"'s' "$@" 2>/dev/null; }
+run cites src scripts Makefile
+cp "$T/.out" "$T/cites"
+cat "$T/cites"
+check "src/, scripts/ and the Makefile cite docs/ and the README only: $(head -c 300 "$T/cites")" \
+    test ! -s "$T/cites"
+mk src/core/c.c '/* the norms (BRIEF.md "The objects"; issue 4) */\n'
+run cites "$T/x/src"
+expect_out_has 'src/core/c.c:1:/* the norms (BRIEF.md'
 done_tests
