@@ -45,12 +45,12 @@
 
 /* ============================================================ reductions */
 
-/* Sums over i < n in NC_LANES lanes (lane i mod NC_LANES, core/sum.h): the
+/* A sum over i < n in NC_LANES lanes (lane i mod NC_LANES, core/sum.h): the
  * fixed-width body vectorises without reassociation, so the bits are the
  * same with SSE2, AVX2 or no vectors at all. NC_VM_INLINE: a call would
- * leave the vector clones of the caller for the baseline copy. dot and total,
- * used once per token or less, keep this plain form; the hot sweeps use
- * the four-double vectors of jac_forms.h. */
+ * leave the vector clones of the caller for the baseline copy. dot, used
+ * once per token, keeps this plain form; the hot sweeps use the four-double
+ * vectors of jac_forms.h. */
 
 /* sum_i a_i b_i */
 NC_VM_INLINE double dot(const double *a, const double *b, size_t n)
@@ -63,52 +63,6 @@ NC_VM_INLINE double dot(const double *a, const double *b, size_t n)
     for (int l = 0; i < n; i++, l++)
         s[l] += a[i] * b[i];
     return nc_lanes_total(s);
-}
-
-/* sum_i a_i */
-NC_VM_INLINE double total(const double *a, size_t n)
-{
-    double s[NC_LANES] = {0};
-    size_t i = 0;
-    for (; i + NC_LANES <= n; i += NC_LANES)
-        for (int l = 0; l < NC_LANES; l++)
-            s[l] += a[i + l];
-    for (int l = 0; i < n; i++, l++)
-        s[l] += a[i];
-    return nc_lanes_total(s);
-}
-
-/* ======================================================== one token */
-
-/* (inline versions for the pass, public wrappers below) */
-
-NC_VM_INLINE void token_vjp(nc_norm_kind norm, const double *y, double inv, size_t d,
-                            const double *g, double *out)
-{
-    /* J^T g = J g = inv (g - [mean(g)] - y (y.g) / d) */
-    const double dd = (double)d;
-    const double yg = dot(y, g, d) / dd;
-    const double mg = norm == NC_LAYERNORM ? total(g, d) / dd : 0.0;
-    for (size_t i = 0; i < d; i++)
-        out[i] = inv * ((g[i] - mg) - y[i] * yg);
-}
-
-void nc_jac_token_diag(nc_norm_kind norm, const double *y, double inv, size_t d, double *diag)
-{
-    const double dd = (double)d, a = diag_a(norm, d);
-    for (size_t i = 0; i < d; i++)
-        diag[i] = inv * (a - y[i] * y[i] / dd);
-}
-
-void nc_jac_token_vjp(nc_norm_kind norm, const double *y, double inv, size_t d, const double *g,
-                      double *out)
-{
-    token_vjp(norm, y, inv, d, g, out);
-}
-
-double nc_jac_token_frob2(nc_norm_kind norm, const double *y, double inv, size_t d)
-{
-    return frob2_from(norm, dot(y, y, d), total(y, d), inv, d);
 }
 
 /* ============================================================ the pass */

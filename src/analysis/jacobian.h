@@ -292,16 +292,6 @@ double nc_jac_median_se(const double *sorted, size_t n);
 
 /* ---- one token (tests, figures) ---------------------------------------- */
 
-/* diag[i] = J_ii for the token with output y[d] and inv = 1/scale. */
-void nc_jac_token_diag(nc_norm_kind norm, const double *y, double inv, size_t d, double *diag);
-
-/* out[d] = J^T g, analytically in O(d). out must not alias g or y. */
-void nc_jac_token_vjp(nc_norm_kind norm, const double *y, double inv, size_t d, const double *g,
-                      double *out);
-
-/* ||J||_F^2 in closed form (see above). */
-double nc_jac_token_frob2(nc_norm_kind norm, const double *y, double inv, size_t d);
-
 /* ---- the ODE check ------------------------------------------------------ */
 
 /* Integrates ODE-1 and ODE-2 (docs/theory.md) over [0, x_max] for width d and

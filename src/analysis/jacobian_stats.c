@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/quantile.h"
 #include "core/sum.h"
 
 /* r = sqrt(e2 / v2) with the conventions of jacobian.h: +inf for a nonzero
@@ -29,36 +30,12 @@ static double rel_err(double e2, double v2)
     return e2 > 0 ? INFINITY : (e2 == 0 ? 0.0 : e2);
 }
 
-static int cmp_double(const void *pa, const void *pb)
-{
-    double a = *(const double *)pa, b = *(const double *)pb;
-    return (a > b) - (a < b);
-}
-
-/* NumPy's default ("linear") quantile of sorted a[0..n): position q (n-1),
- * interpolated as numpy's _lerp does; an infinite upper neighbour gives
- * +inf unless the position falls exactly on the lower one. */
-static double quantile_sorted(const double *a, size_t n, double q)
-{
-    double pos = q * (double)(n - 1);
-    size_t lo = (size_t)floor(pos);
-    if (lo >= n - 1)
-        return a[n - 1];
-    double t = pos - (double)lo, lo_v = a[lo], hi_v = a[lo + 1];
-    if (t == 0 || lo_v == hi_v)
-        return lo_v;
-    if (isinf(hi_v))
-        return hi_v;
-    double diff = hi_v - lo_v;
-    return t >= 0.5 ? hi_v - diff * (1.0 - t) : lo_v + diff * t;
-}
-
 double nc_jac_median_se(const double *sorted, size_t n)
 {
     if (n < 2)
         return NAN;
     const double h = 0.5 / sqrt((double)n);
-    double lo = quantile_sorted(sorted, n, 0.5 - h), hi = quantile_sorted(sorted, n, 0.5 + h);
+    double lo = nc_quantile_sorted(sorted, n, 0.5 - h), hi = nc_quantile_sorted(sorted, n, 0.5 + h);
     return 0.5 * (hi - lo);
 }
 
@@ -126,9 +103,9 @@ nc_jac_summary nc_jac_summarize(const double *num, const double *den, const size
             nc_sum_add(&dev, (work[k] - s.mean) * (work[k] - s.mean));
         s.mean_se = n > 1 ? sqrt(nc_sum_get(&dev) / (double)(n - 1) / (double)n) : NAN;
     }
-    qsort(work, n, sizeof *work, cmp_double);
-    s.median = quantile_sorted(work, n, 0.5);
-    s.p95 = quantile_sorted(work, n, 0.95);
+    nc_sort_doubles(work, n);
+    s.median = nc_quantile_sorted(work, n, 0.5);
+    s.p95 = nc_quantile_sorted(work, n, 0.95);
     s.median_se = s.n_inf ? NAN : nc_jac_median_se(work, n);
     return s;
 }

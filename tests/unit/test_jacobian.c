@@ -19,11 +19,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/jac_forms.h"
 #include "analysis/jacobian.h"
 #include "analysis/layer.h"
 #include "check.h"
 #include "core/norm.h"
 #include "core/rng.h"
+
+
+/* The per-token forms as the passes compute them (jac_forms.h), for a
+ * token with output y[d] and inv = 1/scale: diag[i] = J_ii; out[d] = J^T g
+ * (out must not alias g or y); ||J||_F^2 in closed form. */
+static void token_diag(nc_norm_kind norm, const double *y, double inv, size_t d, double *diag,
+                       double sums[5])
+{
+    double st[5][NC_LANES] = {{0}};
+    nc_jac_diag_lanes(y, d, inv, diag_a(norm, d), (double)d, diag, st);
+    for (int k = 0; sums && k < 5; k++)
+        sums[k] = nc_lanes_total(st[k]);
+}
+
+static void token_vjp(nc_norm_kind norm, const double *y, double inv, size_t d, const double *g,
+                      double *out)
+{
+    double *jd = malloc(d * sizeof *jd), v2, e2[1];
+    token_diag(norm, y, inv, d, jd, NULL);
+    nc_jac_errors_of(norm, y, jd, NULL, 0, inv, d, g, out, &v2, e2);
+    free(jd);
+}
+
+static double token_frob2(nc_norm_kind norm, const double *y, double inv, size_t d)
+{
+    double *jd = malloc(d * sizeof *jd), sums[5];
+    token_diag(norm, y, inv, d, jd, sums);
+    free(jd);
+    return frob2_from(norm, sums[0], sums[1], inv, d);
+}
 
 /* ================================================================ helpers */
 
@@ -205,10 +236,10 @@ static void test_token_jacobian_three_ways(void)
             nc_jac_token_dense_apply(norm, y, inv, d, G, P, JG, row, f2d);
             double worst = 0, wrong = 0;
             for (size_t k = 0; k < P; k++) {
-                nc_jac_token_vjp(norm, y, inv, d, G + k * d, v);
+                token_vjp(norm, y, inv, d, G + k * d, v);
                 worst = fmax(worst, dense_rel(norm, y, inv, d, G + k * d, JG + k * d, v));
                 /* diag(J) g in place of J^T g */
-                nc_jac_token_diag(norm, y, inv, d, dg);
+                token_diag(norm, y, inv, d, dg, NULL);
                 for (size_t i = 0; i < d; i++)
                     v[i] = dg[i] * G[k * d + i];
                 wrong = fmax(wrong, dense_rel(norm, y, inv, d, G + k * d, JG + k * d, v));
@@ -218,7 +249,7 @@ static void test_token_jacobian_three_ways(void)
 
             /* the diagonal, and ||J||_F^2 in closed form against the sum of
              * squares (both on the scale of inv and d inv^2) */
-            nc_jac_token_diag(norm, y, inv, d, dg);
+            token_diag(norm, y, inv, d, dg, NULL);
             double f2 = 0, off = 0;
             for (size_t i = 0; i < d; i++) {
                 CHECK_ABS(J[i * d + i], dg[i], 4e-16 * inv);
@@ -227,7 +258,7 @@ static void test_token_jacobian_three_ways(void)
                     off += i == j ? 0.0 : J[i * d + j] * J[i * d + j];
                 }
             }
-            CHECK_ABS(f2, nc_jac_token_frob2(norm, y, inv, d), 1e-14 * (double)d * inv * inv);
+            CHECK_ABS(f2, token_frob2(norm, y, inv, d), 1e-14 * (double)d * inv * inv);
             CHECK_ABS(f2, f2d[0], 1e-14 * (double)d * inv * inv);
             CHECK_ABS(off, f2d[1], 1e-14 * (double)d * inv * inv);
             free(x), free(y), free(xp), free(yp), free(ym), free(J), free(G), free(JG), free(v),
@@ -291,12 +322,12 @@ static void test_token_closed_forms(void)
     double inv = 1.0 / st.scale, kappa = st.var / (st.var + eps);
     CHECK(kappa < 0.99); /* eps matters for this token */
     CHECK_REL(inv * inv * (D - 1 - 2 * kappa + kappa * kappa),
-              nc_jac_token_frob2(NC_LAYERNORM, y, inv, D), 1e-13);
+              token_frob2(NC_LAYERNORM, y, inv, D), 1e-13);
     /* J 1 = 0 and J xhat = (1 - kappa) inv xhat (0 when eps = 0) */
-    nc_jac_token_vjp(NC_LAYERNORM, y, inv, D, one, v);
+    token_vjp(NC_LAYERNORM, y, inv, D, one, v);
     for (int i = 0; i < D; i++)
         CHECK_ABS(0.0, v[i], 1e-14 * inv);
-    nc_jac_token_vjp(NC_LAYERNORM, y, inv, D, y, v);
+    token_vjp(NC_LAYERNORM, y, inv, D, y, v);
     for (int i = 0; i < D; i++)
         CHECK_ABS((1 - kappa) * inv * y[i], v[i], 1e-13 * inv);
 
@@ -305,11 +336,11 @@ static void test_token_closed_forms(void)
     inv = 1.0 / st.scale;
     kappa = st.ms / (st.ms + eps);
     CHECK_REL(inv * inv * (D - 2 * kappa + kappa * kappa),
-              nc_jac_token_frob2(NC_RMSNORM, y, inv, D), 1e-13);
+              token_frob2(NC_RMSNORM, y, inv, D), 1e-13);
     st = nc_norm_token(NC_RMSNORM, 0.0, x, D);
     nc_norm_apply(&st, x, D, y);
     inv = 1.0 / st.scale;
-    nc_jac_token_vjp(NC_RMSNORM, y, inv, D, y, v);
+    token_vjp(NC_RMSNORM, y, inv, D, y, v);
     for (int i = 0; i < D; i++)
         CHECK_ABS(0.0, v[i], 1e-14 * inv);
 }
@@ -666,7 +697,7 @@ static void test_orthogonal_gradients(void)
                     gw[i] -= y[i] * yg / yy;
             }
             double ymax = 0, e2 = 0, v2 = 0;
-            nc_jac_token_vjp(norm, y, inv, D, gw, v);
+            token_vjp(norm, y, inv, D, gw, v);
             for (int i = 0; i < D; i++) {
                 Gr[t * D + i] = gw[i] / W[i];
                 ymax = fmax(ymax, y[i] * y[i]);
