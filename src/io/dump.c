@@ -637,8 +637,26 @@ static void *hasher_main(void *arg)
     return NULL;
 }
 
+/* The bytes of the files behind dumps[0..n), saturating. */
+static size_t file_bytes(nc_dump *const *dumps, size_t n)
+{
+    size_t total = 0;
+    for (size_t k = 0; k < n; k++) {
+        const nc_dump *d = dumps[k];
+        size_t b = 0;
+        if (d->kind == KIND_SHARDS)
+            b = file_bytes(d->parts, d->nparts);
+        else if (d->kind != KIND_MEMORY)
+            b = d->len;
+        total = total + b < total ? SIZE_MAX : total + b;
+    }
+    return total;
+}
+
 nc_dump_hasher *nc_dump_hasher_start(nc_dump *const *dumps, size_t n)
 {
+    if (file_bytes(dumps, n) < NC_DUMP_HASH_THREAD_BYTES)
+        return NULL; /* hashed from the mapping when asked, sooner than a thread starts */
     nc_dump_hasher *h = calloc(1, sizeof *h);
     if (!h || !(h->buf = malloc(HASH_BUF))) {
         free(h);
