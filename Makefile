@@ -182,7 +182,7 @@ help:
 	@echo "make            build $(BIN)"
 	@echo "make demo       run configs/demo.json into out/demo/"
 	@echo "make test       the whole test suite (SANITIZE=1: with ASan and UBSan)"
-	@echo "make bench      time each stage on a 4096 x 4096 layer, a 7B-shaped model, NumPy ratios (NATIVE=1: -march=native)"
+	@echo "make bench      time each stage on a 4096 x 4096 layer, the fixed cost of a run, a 7B-shaped model, NumPy ratios (NATIVE=1: -march=native)"
 	@echo "make figures    regenerate every paper-style figure into out/figures/"
 	@echo "make fuzz       run each libFuzzer target (FUZZ_SECONDS=60 each)"
 	@echo "make deps       install the Debian packages (root or sudo)"
