@@ -69,9 +69,6 @@ struct option; /* getopt.h */
 int cli_getopt(int argc, char **argv, const char *shorts, const struct option *longs,
                const char *cmd);
 
-/* The name among names[count] nearest to given[n] when it is a likely
- * typo of it (at most 2 edits), else NULL. */
-const char *cli_nearest(const char *given, size_t n, const char *const *names, size_t count);
 
 /* The command line, shell-quoted where needed (owned by the caller). */
 char *cli_command_line(int argc, char **argv);

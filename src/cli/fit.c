@@ -97,9 +97,9 @@ static const char fit_help[] =
     "\n"
     "  -t, --tensor PATTERN       tensor name or glob (repeatable; default: every '*.input'\n"
     "                             tensor of a safetensors file)\n"
-    "  -n, --norm NAME            layernorm or rmsnorm (default: the dump's __metadata__,\n"
-    "                             else layernorm; or detected from a real output that\n"
-    "                             disagrees)\n"
+    "  -n, --norm NAME            layernorm or rmsnorm, any case (LayerNorm, rms_norm)\n"
+    "                             (default: the dump's __metadata__, else layernorm; or\n"
+    "                             detected from a real output that disagrees)\n"
     "  -e, --eps E                norm eps, number >= 0 (default: the dump's __metadata__,\n"
     "                             else 1e-5 LayerNorm, 1e-6 RMSNorm; or detected)\n"
     "      --strict               exit 2 when a real output disagrees with the norm used\n"
@@ -416,7 +416,7 @@ static int input_option(int c, const char *arg, fit_args *a, nc_err *err)
         return OPT_DONE;
     case OPT_NORM:
         if (!nc_norm_parse(arg, &a->norm))
-            return cli_usage_error(a->cmd, "--norm: expected layernorm or rmsnorm, got '%s'",
+            return cli_usage_error(a->cmd, "--norm: expected " NC_NORM_NAMES ", got '%s'",
                                    arg);
         a->has_norm = true;
         return OPT_DONE;

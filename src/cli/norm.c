@@ -61,7 +61,7 @@ static int parse_args(int argc, char **argv, norm_args *a, nc_err *err)
         case 't': a->tensor = optarg; break;
         case 'n':
             if (!nc_norm_parse(optarg, &a->kind))
-                return cli_usage_error("norm", "--norm: expected layernorm or rmsnorm, got '%s'",
+                return cli_usage_error("norm", "--norm: expected " NC_NORM_NAMES ", got '%s'",
                                        optarg);
             break;
         case 'e':

@@ -142,7 +142,8 @@ static int get_norm(nc_config_walker *w, const cJSON *obj, const char *path, nc_
     bool ok = nc_norm_parse(s, norm);
     free(s);
     if (!ok)
-        return nc_config_bad(w, p, "\"layernorm\" or \"rmsnorm\"");
+        return nc_config_bad(w, p, "\"layernorm\" or \"rmsnorm\" (any case, e.g. \"LayerNorm\", "
+                                     "\"rms_norm\")");
     if (present)
         *present = true;
     return 0;

@@ -10,6 +10,7 @@
  */
 #include "config/config_walk.h"
 
+#include "util/nearest.h"
 #include "util/utf8.h"
 
 #include <math.h>
@@ -50,8 +51,10 @@ int nc_config_check_keys(nc_config_walker *w, const cJSON *obj, const char *path
         nc_config_child_path(p, path, c->string[0] ? c->string : "\"\"");
         if (!known) {
             char list[512];
-            size_t used = 0;
+            size_t used = 0, count = 0;
             list[0] = '\0';
+            while (allowed[count])
+                count++;
             for (const char *const *a = allowed; *a && used < sizeof list; a++) {
                 int n = snprintf(list + used, sizeof list - used, "%s%s",
                                  a == allowed ? "" : ", ", *a);
@@ -59,8 +62,12 @@ int nc_config_check_keys(nc_config_walker *w, const cJSON *obj, const char *path
                     break;
                 used += (size_t)n;
             }
-            return nc_err_set(w->err, NC_EINVAL, "%s: %s: unknown key (expected one of: %s)",
-                              w->file, p, list);
+            /* the same did-you-mean as for options (util/nearest.h) */
+            const char *near = nc_nearest(c->string, strlen(c->string), allowed, count);
+            return nc_err_set(w->err, NC_EINVAL,
+                              "%s: %s: unknown key (%s%s%sexpected one of: %s)", w->file, p,
+                              near ? "did you mean " : "", near ? near : "", near ? "? " : "",
+                              list);
         }
         for (const cJSON *d = c->next; d; d = d->next)
             if (strcmp(c->string, d->string) == 0)

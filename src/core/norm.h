@@ -30,8 +30,13 @@ typedef enum nc_norm_kind { NC_LAYERNORM, NC_RMSNORM } nc_norm_kind;
 /* "layernorm" / "rmsnorm". */
 const char *nc_norm_name(nc_norm_kind kind);
 
-/* Parses "layernorm"/"rmsnorm" (also "ln"/"rms"); false if neither. */
+/* Parses a norm's name: "layernorm" or "rmsnorm" (also "ln", "rms"), in
+ * any case and with any '_', '-' or ' ' (PyTorch's "LayerNorm" and
+ * "RMSNorm", "layer_norm", "rms_norm"); false if neither. */
 bool nc_norm_parse(const char *s, nc_norm_kind *kind);
+
+/* What nc_norm_parse accepts, for messages. */
+#define NC_NORM_NAMES "layernorm or rmsnorm (any case, e.g. LayerNorm, rms_norm)"
 
 /* Why a token is left out of every pass (counted and reported). */
 typedef enum nc_token_status {

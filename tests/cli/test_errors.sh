@@ -95,7 +95,7 @@ bad_run() {
     expect_no_file "$OUT"
 }
 bad_run "$T/bad.json" "$T/bad.json: malformed JSON at line 1, column 32"
-bad_run "$T/unknown.json" "$T/unknown.json: layers[2].epss: unknown key (expected one of: file, synth, tensor, label, norm, eps, output, weight, bias, grad_output, experiment)"
+bad_run "$T/unknown.json" "$T/unknown.json: layers[2].epss: unknown key (did you mean eps? expected one of: file, synth, tensor, label, norm, eps, output, weight, bias, grad_output, experiment)"
 bad_run "$T/mistyped.json" "$T/mistyped.json: layers[2].eps: expected a number in [0, 1]"
 bad_run "$T/nolayers.json" "$T/nolayers.json: layers: missing (expected an array of layers)"
 bad_run "$T/rawctl.json" "$T/rawctl.json: malformed JSON at line 1, column 24: a raw control character (byte 0x00) inside a string (write it escaped)"
@@ -122,7 +122,7 @@ expect_status 2
 expect_err "normcmp: fit: --eps: expected a number in [0, 1], got '1e' (see 'normcmp fit --help')"
 run "$NC" fit "$good" --norm batchnorm --out "$OUT"
 expect_status 2
-expect_err "normcmp: fit: --norm: expected layernorm or rmsnorm, got 'batchnorm' (see 'normcmp fit --help')"
+expect_err "normcmp: fit: --norm: expected layernorm or rmsnorm (any case, e.g. LayerNorm, rms_norm), got 'batchnorm' (see 'normcmp fit --help')"
 run "$NC" frobnicate
 expect_status 2
 expect_err_has "unknown command 'frobnicate'"
