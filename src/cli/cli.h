@@ -96,8 +96,8 @@ void cli_print_fit_summary(const struct nc_plan *plan);
  * (plan->run); nothing without a run summary. */
 void cli_print_run_summary(const struct nc_plan *plan);
 
-/* The real-output check's lines on stderr: detections (not when quiet)
- * and warnings (always). */
+/* The real-output check's lines on stderr, detections and warnings; none
+ * when quiet (--quiet leaves stderr to errors: the report keeps them). */
 void cli_print_checks(const struct nc_plan *plan, bool quiet);
 
 /* 2 with a message when strict and a layer's real output still disagrees

@@ -128,7 +128,9 @@ static const char fit_help[] =
     "                             over probes and do not depend on it: docs/jacobian.md)\n"
     "      --dense-tokens N       tokens whose d x d Jacobian is checked entry by entry (default:\n"
     "                             2^24/d^2, at least 1, at most 4096: 1 token at d = 4096)\n"
-    "  -q, --quiet                no progress or messages on stderr\n"
+    "  -q, --quiet                nothing on stderr but errors: no progress, notes or\n"
+    "                             warnings (report.json keeps the real-output warnings;\n"
+    "                             --strict makes a disagreement an error)\n"
     "  -h, --help                 this help\n";
 
 static const char run_help[] =
@@ -144,7 +146,9 @@ static const char run_help[] =
     "      --shard K/N            analyse only layers i (0-based, plan order) with\n"
     "                             i mod N = K-1; 'normcmp merge' combines the N folders\n"
     "      --strict               exit 2 when a real output disagrees with the norm used\n"
-    "  -q, --quiet                no progress or messages on stderr\n"
+    "  -q, --quiet                nothing on stderr but errors: no progress, notes or\n"
+    "                             warnings (report.json keeps the real-output warnings;\n"
+    "                             --strict makes a disagreement an error)\n"
     "  -h, --help                 this help\n";
 
 /* Flags shared by fit and run that override the config. */
@@ -177,6 +181,10 @@ static int parse_override(int c, const char *arg, overrides *ov, nc_err *err)
     int rc = 0;
     switch (c) {
     case OPT_OUT:
+        if (strcmp(arg, "-") == 0) /* not standard output: that would be a folder "-" */
+            return nc_err_set(err, NC_EINVAL, "--out: expected a folder, not '-' (the outputs "
+                              "are files in a folder, never standard output; ./- names a "
+                              "folder called -)");
         ov->out = arg;
         return 1;
     case OPT_QUIET:
@@ -694,7 +702,9 @@ static const char sweep_help[] =
     "\n"
     "  -o, --out DIR              output folder (default: the config's, or out/<name>)\n"
     "      --threads N            worker threads, 0..16\n"
-    "  -q, --quiet                no progress or messages on stderr\n"
+    "  -q, --quiet                nothing on stderr but errors: no progress, notes or\n"
+    "                             warnings (report.json keeps the real-output warnings;\n"
+    "                             --strict makes a disagreement an error)\n"
     "  -h, --help                 this help\n";
 
 static int run_main(int argc, char **argv, bool sweep_mode);

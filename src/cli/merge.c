@@ -42,7 +42,7 @@ static const char merge_help[] =
     "run-level figures (alpha-std, tanh-family) and index.html. Refuses shards of\n"
     "different configs, and missing or repeated shards (exit 2).\n"
     "\n"
-    "  -q, --quiet                no messages on stderr\n"
+    "  -q, --quiet                nothing on stderr but errors: no notes or warnings\n"
     "  -h, --help                 this help\n";
 
 typedef struct shard {
@@ -569,6 +569,9 @@ int cli_merge(int argc, char **argv)
     if (argc - optind < 2)
         return cli_usage_error("merge", "expected OUT and at least one SHARD_DIR");
     const char *out = argv[optind];
+    if (strcmp(out, "-") == 0) /* a folder named "-", not standard output */
+        return cli_usage_error("merge", "OUT: expected a folder, not '-' (the outputs are files "
+                               "in a folder, never standard output; ./- names a folder called -)");
     size_t n = (size_t)(argc - optind - 1);
     shard *s = calloc(n, sizeof *s);
     nc_err err = {0};

@@ -82,6 +82,9 @@ static int parse_args(int argc, char **argv, norm_args *a, nc_err *err)
         return cli_usage_error("norm", "expected one input FILE");
     if (!a->out)
         return cli_usage_error("norm", "expected -o OUT.npy");
+    if (strcmp(a->out, "-") == 0) /* a file named "-", not standard output */
+        return cli_usage_error("norm", "-o: expected a file name, not '-' (the output is a .npy "
+                               "file, never standard output; ./- names a file called -)");
     a->in = argv[optind];
     return -1;
 }

@@ -243,4 +243,38 @@ expect_status 0
 expect_file "$OUT/dots/___.._lab_scatter.png"
 check "no hidden file from a label: $(ls -A "$OUT/dots" | tr '\n' ' ')" \
     test -z "$(ls -A "$OUT/dots" | grep '^\.')"
+# ---- --quiet leaves stderr to errors: the real-output warning of an
+# explicit --norm that disagrees is silent (it stays in report.json), the
+# --strict error is not
+L00=data/vit4mnist/ln00_input.npy
+run "$NC" fit "$L00" --norm rmsnorm --out "$OUT/q" --no-jacobian
+expect_status 0
+expect_err_has "normcmp: warning: ln00: the real output differs from rmsnorm"
+run "$NC" fit "$L00" --norm rmsnorm --out "$OUT/q" --no-jacobian --quiet
+expect_status 0
+check "--quiet: no warning: $(head -c 200 "$T/.err")" test ! -s "$T/.err"
+run grep -c 'the real output differs from rmsnorm' "$OUT/q/report.json"
+expect_out_has "1"
+run "$NC" fit "$L00" --norm rmsnorm --out "$OUT/q" --no-jacobian --quiet --strict
+expect_status 2
+expect_err "normcmp: --strict: the real output of 1 layer disagrees with the norm used (report.json: real_output_check)"
+run "$NC" fit --help
+expect_out_has "-q, --quiet                nothing on stderr but errors: no progress, notes or"
+
+# ---- '-' is not standard output anywhere: refused, nothing named '-'
+mkdir "$T/dash"
+for cmd in fit jacobian plot; do
+    run sh -c "cd '$T/dash' && exec '$NC' $cmd '$PWD/$L00' -o - --quiet"
+    expect_status 2
+    expect_err "normcmp: $cmd: --out: expected a folder, not '-' (the outputs are files in a folder, never standard output; ./- names a folder called -) (see 'normcmp $cmd --help')"
+done
+run sh -c "cd '$T/dash' && exec '$NC' fit '$PWD/$L00' --out=- --quiet"
+expect_status 2
+run sh -c "cd '$T/dash' && exec '$NC' norm '$PWD/$L00' -o -"
+expect_status 2
+expect_err "normcmp: norm: -o: expected a file name, not '-' (the output is a .npy file, never standard output; ./- names a file called -) (see 'normcmp norm --help')"
+run sh -c "cd '$T/dash' && exec '$NC' merge - '$OUT/q'"
+expect_status 2
+expect_err "normcmp: merge: OUT: expected a folder, not '-' (the outputs are files in a folder, never standard output; ./- names a folder called -) (see 'normcmp merge --help')"
+check "no file or folder named '-': $(ls -A "$T/dash")" test -z "$(ls -A "$T/dash")"
 done_tests
