@@ -101,7 +101,7 @@ ALL_LDFLAGS = $(XLDFLAGS) $(LDFLAGS)
 # them, so a second `make test` with nothing changed rebuilds nothing.
 .SECONDARY:
 
-.PHONY: all test demo bench fuzz figures format deps install uninstall clean help
+.PHONY: all test check demo bench fuzz figures format deps install uninstall clean help
 .DEFAULT_GOAL := all
 
 all: $(BIN)
@@ -135,9 +135,20 @@ $(BENCH): $(BUILD)/tests/bench/bench.o $(LIB)
 
 # The whole suite: unit tests, command-line tests, NumPy cross-checks and
 # the fuzz corpus replayed through the plain build. Ends with one summary.
+# Installs every optional dependency first, and then a check that would be
+# skipped for a missing one fails instead (NC_TEST_REQUIRE_ALL=1).
 test: $(BIN) $(UNIT_BIN) $(FUZZ_BIN)
 	@scripts/deps.sh test
-	@BUILD=$(BUILD) tests/run.sh
+	@BUILD=$(BUILD) NC_TEST_REQUIRE_ALL=1 tests/run.sh
+
+# The build proved by the C unit tests, the command-line tests and the fuzz
+# corpus, with the build dependencies and python3 alone: no root, no
+# network, nothing installed (deps.sh check only says what is missing); a
+# check that needs an optional package that is not installed (NumPy,
+# Pillow, chromium, GNU parallel, groff) is skipped and named.
+check: $(BIN) $(UNIT_BIN) $(FUZZ_BIN)
+	@NC_DEPS_INSTALL=0 scripts/deps.sh check
+	@BUILD=$(BUILD) tests/run.sh --kinds unit,cli,fuzz
 
 demo: $(BIN)
 	$(BIN) run configs/demo.json
@@ -181,7 +192,8 @@ clean:
 help:
 	@echo "make            build $(BIN)"
 	@echo "make demo       run configs/demo.json into out/demo/"
-	@echo "make test       the whole test suite (SANITIZE=1: with ASan and UBSan)"
+	@echo "make test       the whole test suite, after installing what it needs (SANITIZE=1: with ASan and UBSan)"
+	@echo "make check      unit, command-line and fuzz-corpus tests with the build dependencies alone (no root)"
 	@echo "make bench      time each stage on a 4096 x 4096 layer, the fixed cost of a run, a 7B-shaped model, NumPy ratios (NATIVE=1: -march=native)"
 	@echo "make figures    regenerate every paper-style figure into out/figures/"
 	@echo "make fuzz       run each libFuzzer target (FUZZ_SECONDS=60 each)"

@@ -10,27 +10,20 @@ OUT="$T/out"
 # crafted inputs: a safetensors dump with module-style names, an .npy with
 # NaN tokens
 /usr/bin/python3 - "$T" <<'PY'
-import json, struct, sys
-import numpy as np
+import random, sys
+sys.path.insert(0, "tests/cli")
+import npyw  # no NumPy needed
 t = sys.argv[1]
-rng = np.random.default_rng(5)
-tensors = {}
+rng = random.Random(5)
+tensors = []
 for b in range(2):
-    tensors[f"blocks.{b}.ln1.input"] = rng.standard_normal((32, 16)).astype(np.float32)
-    tensors[f"blocks.{b}.ln1.weight"] = np.ones(16, np.float32)
-hdr, blobs, off = {}, [], 0
-for name, a in tensors.items():
-    b = a.tobytes()
-    hdr[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
-    blobs.append(b)
-    off += len(b)
-h = json.dumps(hdr).encode()
-h += b" " * ((8 - len(h) % 8) % 8)
-open(f"{t}/m.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-x = rng.standard_normal((8, 16)).astype(np.float32)
-x[2, 3] = np.nan
-x[5, :2] = np.inf
-np.save(f"{t}/nan_input.npy", x)
+    tensors.append((f"blocks.{b}.ln1.input", [npyw.normals(rng, 16) for _ in range(32)]))
+    tensors.append((f"blocks.{b}.ln1.weight", [1.0] * 16))
+npyw.save_safetensors(f"{t}/m.safetensors", tensors)
+x = [npyw.normals(rng, 16) for _ in range(8)]
+x[2][3] = float("nan")
+x[5][0] = x[5][1] = float("inf")
+npyw.save_npy(f"{t}/nan_input.npy", x)
 PY
 
 # ---- plot without --figure draws a scatter; its help lists the kinds

@@ -76,7 +76,7 @@ expect_err_has "hugeheader.safetensors: header length at offset 0: found 5368709
 bad_fit "$T/i64.safetensors" "$T/i64.safetensors: tensor 'a.input': dtype I64 is not supported as input (expected F32, F16, BF16 or F64)"
 
 # a companion that does not fit the input
-/usr/bin/python3 -c "import numpy as np; np.save('$T/cm_input.npy', np.ones((4, 9), np.float32)); np.save('$T/cm_output.npy', np.ones((4, 8), np.float32))"
+/usr/bin/python3 -c "import sys; sys.path.insert(0, 'tests/cli'); import npyw; npyw.save_npy('$T/cm_input.npy', [[1.0] * 9] * 4); npyw.save_npy('$T/cm_output.npy', [[1.0] * 8] * 4)"
 bad_fit "$T/cm_input.npy" "$T/cm_output.npy: tensor 'cm_output': output of layer 'cm' has shape [4, 8], expected the same tokens and channels for its input of shape [4, 9]"
 
 # tensor pattern matching nothing

@@ -59,7 +59,8 @@ expect_field "$T/o5" "L[0]['norm'], L[0]['eps'], L[0]['eps_source'], L[0]['real_
     "rmsnorm 1e-06 default False True"
 
 # an explicit wrong --norm: kept, warned, flagged in the table, status set
-run "$NC" fit "$T/rms.safetensors" --norm layernorm -o "$T/o6" --no-jacobian -q
+# (the warnings on stderr; --quiet leaves stderr to errors)
+run "$NC" fit "$T/rms.safetensors" --norm layernorm -o "$T/o6" --no-jacobian
 expect_status 0
 expect_err_has "normcmp: warning: blocks.0.norm: the real output differs from layernorm eps 0.001 (kind from flag, eps from metadata)"
 expect_err_has "the real output is rmsnorm"
@@ -74,7 +75,7 @@ expect_file "$T/o7/report.json"
 # --strict with agreement: exit 0; an explicit wrong eps is a mismatch too
 run "$NC" fit "$T/rms.safetensors" -o "$T/o8" --no-jacobian -q --strict
 expect_status 0
-run "$NC" fit "$T/pair_input.npy" --norm rmsnorm --eps 1e-6 -o "$T/o9" --no-jacobian -q --strict
+run "$NC" fit "$T/pair_input.npy" --norm rmsnorm --eps 1e-6 -o "$T/o9" --no-jacobian --strict
 expect_status 2
 expect_err_has "eps 0.001 +-"
 # a config's norm is explicit as well; run --strict
