@@ -92,7 +92,9 @@ skip() {
 
 have_py() {
     for _m in "$@"; do
-        /usr/bin/python3 -c "import $_m" >/dev/null 2>&1 || return 1
+        # a real package, not a stray folder of the name (a namespace package)
+        /usr/bin/python3 -c "import sys, $_m; sys.exit($_m.__file__ is None)" >/dev/null 2>&1 ||
+            return 1
     done
 }
 

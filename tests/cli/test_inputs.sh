@@ -140,7 +140,7 @@ expect_status 2
 expect_err "normcmp: t.csv: a text table (.csv), not a dump: save the activations (a row per token, a column per channel) as .npy, python3 -c \"import numpy as np; np.save('x.npy', np.loadtxt('t.csv', delimiter=',', ndmin=2, dtype=np.float32))\", then normcmp fit x.npy"
 expect_no_file o
 # ... and the command it shows works as printed (NumPy: skipped without it)
-if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+if have_py numpy; then
     mkdir csv && (cd csv && /usr/bin/python3 -c "import numpy as np; np.save('x.npy', np.loadtxt('../t.csv', delimiter=',', ndmin=2, dtype=np.float32))")
     run "$NC" inspect csv/x.npy
     expect_status 0
