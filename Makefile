@@ -65,7 +65,8 @@ endif
 # starts a thread pool when it is loaded and hangs at exit when memory runs
 # out. The serial build has the same soname as the others; an rpath makes
 # the loader pick it over the alternatives link. Its flags are read when
-# the benchmark is built, after scripts/deps.sh bench has installed it.
+# the benchmark is built, after scripts/deps.sh bench (bench-deps) has
+# installed it.
 MULTIARCH   := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 BLAS_SERIAL := /usr/lib/$(MULTIARCH)/openblas-serial
 BLAS_CFLAGS  = $(shell PKG_CONFIG_PATH=$(BLAS_SERIAL)/pkgconfig pkg-config --cflags openblas)
@@ -101,7 +102,7 @@ ALL_LDFLAGS = $(XLDFLAGS) $(LDFLAGS)
 # them, so a second `make test` with nothing changed rebuilds nothing.
 .SECONDARY:
 
-.PHONY: all test check demo bench fuzz figures format deps install uninstall clean help
+.PHONY: all test check demo bench bench-deps fuzz figures format deps install uninstall clean help
 .DEFAULT_GOAL := all
 
 all: $(BIN)
@@ -129,6 +130,9 @@ $(BUILD)/tests/replay_%: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/replay.o $(
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/tests/fuzz/replay.o $(LIB) $(PKG_LIBS)
 
 $(BUILD)/tests/bench/bench.o: XCFLAGS += $(BLAS_CFLAGS)
+$(BUILD)/tests/bench/bench.o: | bench-deps
+bench-deps:
+	@scripts/deps.sh bench
 $(BENCH): $(BUILD)/tests/bench/bench.o $(LIB)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(BLAS_LIBS)
@@ -153,9 +157,7 @@ check: $(BIN) $(UNIT_BIN) $(FUZZ_BIN)
 demo: $(BIN)
 	$(BIN) run configs/demo.json
 
-bench: $(BIN)
-	@scripts/deps.sh bench
-	@$(MAKE) --no-print-directory $(BENCH)
+bench: $(BIN) $(BENCH)
 	@BUILD=$(BUILD) CFLAGS_USED="$(ALL_CFLAGS)" scripts/bench.sh
 
 figures: $(BIN)
