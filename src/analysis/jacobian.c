@@ -419,6 +419,8 @@ static int dense_step(const nc_layer_result *res, const nc_tensor *x, const nc_t
     size_t m = o->dense_tokens ? o->dense_tokens : nc_jac_dense_default_tokens(d, used);
     if (m > used)
         m = used;
+    if (!o->probes) /* the default rule, sized to the layer */
+        out->probes = nc_jac_dense_default_probes(d, used);
     if (o->no_dense)
         snprintf(dc->status, sizeof dc->status, "skipped (no_dense)");
     else if (m == 0)

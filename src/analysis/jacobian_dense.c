@@ -308,3 +308,11 @@ size_t nc_jac_dense_default_tokens(size_t d, size_t used)
         m = NC_JAC_DENSE_MAX_TOKENS;
     return m < used ? m : used;
 }
+
+size_t nc_jac_dense_default_probes(size_t d, size_t used)
+{
+    if (d == 0 || used >= d)
+        return NC_JAC_PROBES;
+    size_t P = NC_JAC_PROBES * used / d; /* used < d: no overflow */
+    return P > 0 ? P : 1;
+}

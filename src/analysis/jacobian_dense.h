@@ -72,6 +72,13 @@ typedef struct nc_jac_dense {
  * (see above; 0 when d or used is 0). */
 size_t nc_jac_dense_default_tokens(size_t d, size_t used);
 
+/* The default number of probe columns: NC_JAC_PROBES, and fewer when the
+ * layer has fewer tokens than channels (its one token's d^2 entries exceed
+ * its N d points by d / N; the columns shrink as much, to NC_JAC_PROBES N /
+ * d, at least one): a short, wide layer's check costs ~2 + 2 flops per
+ * entry instead of 2 + 2 x 8. */
+size_t nc_jac_dense_default_probes(size_t d, size_t used);
+
 /* The check on m of the layer's used tokens (used of them in res->tok;
  * 1 <= m <= used), spread evenly over them, with P probe columns per token
  * from the streams of pseed (row = the token's row in x) and, when grad is

@@ -71,7 +71,8 @@ static void add_config(nc_jb *b, cJSON *root, const nc_plan *plan)
     if (!cfg->jacobian.dense_tokens) {
         nc_jb_str(b, jac, "dense_tokens_rule",
                   "default: per layer, min(N d, 2^24) / d^2 tokens (N the layer's usable "
-                  "tokens), at least 1, at most 4096 and N");
+                  "tokens), at least 1, at most 4096 and N; with N < d, 8 N / d probe "
+                  "columns (at least 1) instead of 8");
         nc_jb_str(b, jac, "status", "dense_tokens follows the default rule: each layer's count "
                                     "is layers[].jacobian.dense_check.tokens");
     }

@@ -289,6 +289,14 @@ static void test_dense_default_tokens(void)
     CHECK_INT(1, nc_jac_dense_default_tokens(100000, 3));
     CHECK_INT(1, nc_jac_dense_default_tokens((size_t)1 << 40, 5)); /* d^2 overflows */
     CHECK_INT(4096, nc_jac_dense_default_tokens(3, SIZE_MAX));    /* N d overflows */
+    /* the probe columns: 8, fewer for a layer with fewer tokens than
+     * channels (8 N / d, at least 1) */
+    CHECK_INT(NC_JAC_PROBES, nc_jac_dense_default_probes(64, 2040));
+    CHECK_INT(NC_JAC_PROBES, nc_jac_dense_default_probes(64, 64));
+    CHECK_INT(4, nc_jac_dense_default_probes(64, 32));
+    CHECK_INT(1, nc_jac_dense_default_probes(4096, 16));
+    CHECK_INT(1, nc_jac_dense_default_probes(4096, 1));
+    CHECK_INT(NC_JAC_PROBES, nc_jac_dense_default_probes(0, 5));
 }
 
 /* A dense check that ran and agreed: within its rounding bounds, the bounds
