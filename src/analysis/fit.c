@@ -72,22 +72,25 @@ typedef struct profile {
  * runs, which skip the exponential where a run of points allows, with the
  * same bits: the points are bins or tokens' values in order, so most runs
  * of a small theta do). */
-NC_VM_INLINE void eval_phi(profile *pr, double theta, double *dphi)
+NC_VM_INLINE void eval_phi(profile *pr, double theta, double *dphi, bool with_dphi)
 {
     const nc_points *pts = pr->pts;
     const double *x = pts->x;
     double *phi = pr->phi;
     if (pr->kind == PHI_TANH) {
         nc_tanh_run(theta, x, pts->n, phi);
-        for (size_t k = 0; k < pts->n; k++)
+        for (size_t k = 0; with_dphi && k < pts->n; k++)
             dphi[k] = x[k] * (1.0 - phi[k] * phi[k]);
-    } else {
+    } else if (with_dphi) {
         for (size_t k = 0; k < pts->n; k++) {
             double q = x[k] * x[k] + theta;
             double f = x[k] / sqrt(q);
             phi[k] = f;
             dphi[k] = -0.5 * f / q;
         }
+    } else {
+        for (size_t k = 0; k < pts->n; k++)
+            phi[k] = x[k] / sqrt(x[k] * x[k] + theta);
     }
 }
 
@@ -96,7 +99,9 @@ NC_VM_INLINE void eval_phi(profile *pr, double theta, double *dphi)
 #define LANES_OUT(arr, v) double arr[4] = {(v)[0], (v)[1], (v)[2], (v)[3]}
 #define LANES_SUM(arr) (((arr)[0] + (arr)[1]) + ((arr)[2] + (arr)[3]))
 
-/* F(u) and G = dF/du with (a, b) profiled out. dphi: [n] scratch.
+/* F(u) and, when with_G, G = dF/du with (a, b) profiled out (G is NaN
+ * otherwise: a scan needs F everywhere but G only beside its best point,
+ * and F alone skips phi's derivative and its sum). dphi: [n] scratch.
  * The sums run over four interleaved accumulators, point k in lane k mod 4
  * (one running sum is bound by the latency of an add, four are not, and
  * stay deterministic); the lanes are four-double vectors (core/v4.h), so the
@@ -104,14 +109,14 @@ NC_VM_INLINE void eval_phi(profile *pr, double theta, double *dphi)
  * AVX-512, AVX2 and the baseline (NC_VMATH_CLONES): the scans evaluate F
  * some 80 times per fit, which makes this the fixed cost of a small run. */
 NC_VMATH_CLONES
-static void profile_eval(profile *pr, double u, double *dphi)
+static void profile_eval_of(profile *pr, double u, double *dphi, bool with_G)
 {
     const nc_points *pts = pr->pts;
     const size_t n = pts->n, n4 = n & ~(size_t)3;
     const double *w = pts->w, *y = pts->y, *phi = pr->phi;
     const double theta = exp(u);
     const v4d one = {1, 1, 1, 1}, zero = {0, 0, 0, 0};
-    eval_phi(pr, theta, dphi);
+    eval_phi(pr, theta, dphi, with_G);
     v4d vw = zero, vp = zero, vy = zero;
     for (size_t k = 0; k < n4; k += 4) {
         v4d wk = w ? (v4d)V4(w + k) : one;
@@ -156,23 +161,36 @@ static void profile_eval(profile *pr, double u, double *dphi)
     }
     /* F and its derivative from the residuals themselves (no cancellation) */
     v4d vF = zero, vdF = zero;
-    for (size_t k = 0; k < n4; k += 4) {
-        v4d wk = w ? (v4d)V4(w + k) : one, r = V4(y + k) - a * V4(phi + k) - b;
-        vF += wk * r * r;
-        vdF += wk * r * V4(dphi + k);
+    if (with_G) {
+        for (size_t k = 0; k < n4; k += 4) {
+            v4d wk = w ? (v4d)V4(w + k) : one, r = V4(y + k) - a * V4(phi + k) - b;
+            vF += wk * r * r;
+            vdF += wk * r * V4(dphi + k);
+        }
+    } else {
+        for (size_t k = 0; k < n4; k += 4) {
+            v4d wk = w ? (v4d)V4(w + k) : one, r = V4(y + k) - a * V4(phi + k) - b;
+            vF += wk * r * r;
+        }
     }
     LANES_OUT(F4, vF);
     LANES_OUT(dF4, vdF);
     for (size_t k = n4; k < n; k++) {
         double wk = w ? w[k] : 1.0, r = y[k] - a * phi[k] - b;
         F4[k & 3] += wk * r * r;
-        dF4[k & 3] += wk * r * dphi[k];
+        if (with_G)
+            dF4[k & 3] += wk * r * dphi[k];
     }
     pr->a = a;
     pr->b = b;
     pr->F = LANES_SUM(F4);
     /* dF/du = theta dF/dtheta, by the envelope theorem (a, b optimal) */
-    pr->G = -2.0 * a * theta * LANES_SUM(dF4);
+    pr->G = with_G ? -2.0 * a * theta * LANES_SUM(dF4) : NAN;
+}
+
+static void profile_eval(profile *pr, double u, double *dphi)
+{
+    profile_eval_of(pr, u, dphi, true);
 }
 
 /* Brent-Dekker root finding on the profile's G over [ua, ub], where G
@@ -262,15 +280,21 @@ static double profile_solve(profile *pr, double u_centre, const nc_fit_opts *o, 
     }
     for (int j = 0; j < nscan && j < 256; j++) {
         double u = u_centre - NC_FIT_SCAN_HALF_WIDTH + j * NC_FIT_SCAN_STEP;
-        profile_eval(pr, u, dphi);
+        profile_eval_of(pr, u, dphi, false); /* F alone */
         evals++;
-        Gs[j] = pr->G;
         if (pr->F < best_F) {
             best_F = pr->F;
             best_u = u;
             best_j = j;
         }
     }
+    /* G where the bracket needs it: beside the best point (the same
+     * evaluations again, with G, so the same bits as a scan with G) */
+    for (int j = best_j - 1; best_j >= 0 && j <= best_j + 1; j++)
+        if (j >= 0 && j < nscan && j < 256) {
+            profile_eval(pr, u_centre - NC_FIT_SCAN_HALF_WIDTH + j * NC_FIT_SCAN_STEP, dphi);
+            Gs[j] = pr->G;
+        }
     if (best_j < 0) {
         out->iterations = evals;
         out->converged = false;
