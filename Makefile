@@ -5,7 +5,7 @@
 # the fuzz replayers and the benchmark link it. Missing Debian packages are
 # installed by scripts/deps.sh the first time a build needs them.
 
-PKGS     := libpng libcjson openblas cairo
+PKGS     := libpng libcjson cairo
 CC       ?= cc
 CFLAGS   ?= -O2 -g
 LDFLAGS  ?=
@@ -63,23 +63,27 @@ ifneq ($(filter-out $(NOCONFIG_GOALS),$(or $(MAKECMDGOALS),all)),)
 include $(BUILD)/config.mk
 endif
 
-# OpenBLAS: Debian's serial build (libopenblas-serial-dev). The default
-# pthread build starts a thread pool when it is loaded, which normcmp does
-# not use (its dense products are small and run in its own threads) and
-# which hangs at exit when memory runs out. The serial build has the same
-# soname as the others; an rpath makes the loader pick it over the
-# alternatives link.
+# OpenBLAS, for the benchmark only (normcmp-bench reports its sgemm/dgemm
+# rate; nothing in normcmp calls BLAS, so the binary does not load it):
+# Debian's serial build (libopenblas-serial-dev). The default pthread build
+# starts a thread pool when it is loaded and hangs at exit when memory runs
+# out. The serial build has the same soname as the others; an rpath makes
+# the loader pick it over the alternatives link. Its flags are read when
+# the benchmark is built, after scripts/deps.sh bench (bench-deps) has
+# installed it.
 MULTIARCH   := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 BLAS_SERIAL := /usr/lib/$(MULTIARCH)/openblas-serial
-PKGENV      := PKG_CONFIG_PATH=$(BLAS_SERIAL)/pkgconfig
+BLAS_CFLAGS  = $(shell PKG_CONFIG_PATH=$(BLAS_SERIAL)/pkgconfig pkg-config --cflags openblas)
+BLAS_LIBS    = $(shell PKG_CONFIG_PATH=$(BLAS_SERIAL)/pkgconfig pkg-config --libs openblas) \
+               -Wl,-rpath,$(BLAS_SERIAL)
 
 # pkg-config flags, computed once per build folder; installs what is missing.
 $(BUILD)/config.mk: scripts/deps.sh
 	@mkdir -p $(BUILD)
-	@{ $(PKGENV) pkg-config --exists $(PKGS) && [ -d $(BLAS_SERIAL) ]; } 2>/dev/null || scripts/deps.sh build
-	@$(PKGENV) pkg-config --exists $(PKGS) || { echo "normcmp: pkg-config cannot find $(PKGS); run scripts/deps.sh build" >&2; exit 1; }
-	@{ echo "PKG_CFLAGS := $$($(PKGENV) pkg-config --cflags $(PKGS))"; \
-	   echo "PKG_LIBS := $$($(PKGENV) pkg-config --libs $(PKGS)) -Wl,-rpath,$(BLAS_SERIAL) -lm"; } > $@.tmp && mv $@.tmp $@
+	@pkg-config --exists $(PKGS) 2>/dev/null || scripts/deps.sh build
+	@pkg-config --exists $(PKGS) || { echo "normcmp: pkg-config cannot find $(PKGS); run scripts/deps.sh build" >&2; exit 1; }
+	@{ echo "PKG_CFLAGS := $$(pkg-config --cflags $(PKGS))"; \
+	   echo "PKG_LIBS := $$(pkg-config --libs $(PKGS)) -lm"; } > $@.tmp && mv $@.tmp $@
 
 # every folder of src/ but cli/ (the layers: README "Layout")
 LIB_SRC  := $(filter-out src/cli/%,$(wildcard src/*/*.c))
@@ -102,7 +106,7 @@ ALL_LDFLAGS = $(XLDFLAGS) $(LDFLAGS)
 # them, so a second `make test` with nothing changed rebuilds nothing.
 .SECONDARY:
 
-.PHONY: all test demo demo-model bench fuzz figures format deps install uninstall clean help
+.PHONY: all test check demo demo-model bench bench-deps fuzz figures format deps install uninstall clean help
 .DEFAULT_GOAL := all
 
 all: $(BIN)
@@ -129,15 +133,30 @@ $(BUILD)/tests/replay_%: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/replay.o $(
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/tests/fuzz/replay.o $(LIB) $(PKG_LIBS)
 
+$(BUILD)/tests/bench/bench.o: XCFLAGS += $(BLAS_CFLAGS)
+$(BUILD)/tests/bench/bench.o: | bench-deps
+bench-deps:
+	@scripts/deps.sh bench
 $(BENCH): $(BUILD)/tests/bench/bench.o $(LIB)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(BLAS_LIBS)
 
 # The whole suite: unit tests, command-line tests, NumPy cross-checks and
 # the fuzz corpus replayed through the plain build. Ends with one summary.
+# Installs every optional dependency first, and then a check that would be
+# skipped for a missing one fails instead (NC_TEST_REQUIRE_ALL=1).
 test: $(BIN) $(UNIT_BIN) $(FUZZ_BIN)
 	@scripts/deps.sh test
-	@BUILD=$(BUILD) tests/run.sh
+	@BUILD=$(BUILD) NC_TEST_REQUIRE_ALL=1 tests/run.sh
+
+# The build proved by the C unit tests, the command-line tests and the fuzz
+# corpus, with the build dependencies and python3 alone: no root, no
+# network, nothing installed (deps.sh check only says what is missing); a
+# check that needs an optional package that is not installed (NumPy,
+# Pillow, chromium, GNU parallel, groff) is skipped and named.
+check: $(BIN) $(UNIT_BIN) $(FUZZ_BIN)
+	@NC_DEPS_INSTALL=0 scripts/deps.sh check
+	@BUILD=$(BUILD) tests/run.sh --kinds unit,cli,fuzz
 
 demo: $(BIN)
 	$(BIN) run configs/demo.json
@@ -147,7 +166,6 @@ demo-model: $(BIN)
 	@BUILD=$(BUILD) scripts/demo_model.sh
 
 bench: $(BIN) $(BENCH)
-	@scripts/deps.sh bench
 	@BUILD=$(BUILD) CFLAGS_USED="$(ALL_CFLAGS)" scripts/bench.sh
 
 figures: $(BIN)
@@ -205,8 +223,9 @@ help:
 	@echo "make            build $(BIN)"
 	@echo "make demo       run configs/demo.json into out/demo/"
 	@echo "make demo-model the whole loop on the shipped ViT: dump, analyse, swap test (out/demo-model/)"
-	@echo "make test       the whole test suite (SANITIZE=1: with ASan and UBSan)"
-	@echo "make bench      time each stage on a 4096 x 4096 layer, a 7B-shaped model, NumPy ratios (NATIVE=1: -march=native)"
+	@echo "make test       the whole test suite, after installing what it needs (SANITIZE=1: with ASan and UBSan)"
+	@echo "make check      unit, command-line and fuzz-corpus tests with the build dependencies alone (no root)"
+	@echo "make bench      time each stage on a 4096 x 4096 layer, the fixed cost of a run, a 7B-shaped model, NumPy ratios (NATIVE=1: -march=native)"
 	@echo "make figures    regenerate every paper-style figure into out/figures/"
 	@echo "make fuzz       run each libFuzzer target (FUZZ_SECONDS=60 each)"
 	@echo "make deps       install the Debian packages (root or sudo)"

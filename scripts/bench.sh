@@ -1,5 +1,6 @@
 #!/bin/sh
-# make bench: time normcmp on a 4096 x 4096 float32 LayerNorm layer, and
+# make bench: time normcmp on a 4096 x 4096 float32 LayerNorm layer, the
+# fixed cost of a run on a 64 x 64 one and on data/vit4mnist/ln00, and
 # what flushing its outputs to disk (fsync) costs.
 #
 #   BENCH_REPEATS=5      repeats per measurement (medians are reported)
@@ -80,6 +81,33 @@ for what in "fit data/vit4mnist/ln00_input.npy data/vit4mnist/ln05_input.npy dat
         "$label" "$calls" "$(med $syncs)" "$(med $walls)"
 done
 rm -rf "$dir/dur"
+echo "  load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+
+# the fixed cost of a run: what a run costs whatever its data (start-up,
+# the fits' scans, the report, the output folder), on a layer too small to
+# matter, and on the small real layer; 20 runs per timing (/usr/bin/time
+# counts hundredths of a second), wall and CPU (user + system) per run
+small=$dir/fixed_64x64.npy
+[ -f "$small" ] || "$NC" synth -o "$small" --preset late --tokens 64 --dim 64 --seed 5
+echo "== the fixed cost of a run (ms per run: mean of 20 runs, median of $reps; goal: under 10 ms) =="
+echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for input in "$small" data/vit4mnist/ln00_input.npy; do
+    walls=""
+    cpus=""
+    i=0
+    while [ $i -lt "$reps" ]; do
+        out=$( { /usr/bin/time -f '%e %U %S' sh -c 'k=0; while [ $k -lt 20 ]; do
+            "$1" fit "$2" --out "$3" --quiet >/dev/null || exit 1; k=$((k + 1)); done' \
+            sh "$NC" "$input" "$dir/fixed"; } 2>&1 | tail -n 1)
+        walls="$walls $(echo "$out" | awk '{print $1 * 50}')"
+        cpus="$cpus $(echo "$out" | awk '{print ($2 + $3) * 50}')"
+        i=$((i + 1))
+    done
+    printf '  normcmp fit %-20s wall %6.1f ms  cpu %6.1f ms  (walls:%s)\n' "$(basename "$input")" \
+        "$(printf '%s\n' $walls | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')" \
+        "$(printf '%s\n' $cpus | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')" "$walls"
+done
 echo "  load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 

@@ -1,7 +1,7 @@
 """The reference pipelines `make bench` compares normcmp with
 (docs/whole_models.md "Speed against NumPy").
 
-  bench_reference.py FILE.npy             the notebook way (BRIEF.md): load,
+  bench_reference.py FILE.npy             the notebook way: load,
       LayerNorm, curve_fit of DyT / DyISRU / affine on all points, and a
       rasterized Matplotlib scatter of all points with the curves
   bench_reference.py --same-work FILE.npy what `normcmp plot FILE --figure

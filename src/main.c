@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "io/dump.h"
+#include "util/nearest.h"
 #include "util/outfile.h"
 #include "util/version.h"
 
@@ -122,7 +123,7 @@ static int unknown_command(const char *name)
     const char *names[NCMDS];
     for (size_t k = 0; k < NCMDS; k++)
         names[k] = cmds[k].name;
-    const char *near = cli_nearest(name, strlen(name), names, NCMDS);
+    const char *near = nc_nearest(name, strlen(name), names, NCMDS);
     if (near)
         fprintf(stderr, "normcmp: unknown command '%s' (did you mean %s? see 'normcmp --help')\n",
                 name, near);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/quantile.h"
 #include "core/rng.h"
 #include "core/vmath.h"
 
@@ -74,32 +75,6 @@ double nc_boot_round(double v)
     char buf[40];
     snprintf(buf, sizeof buf, "%.*g", NC_BOOT_REP_DIGITS, v);
     return strtod(buf, NULL);
-}
-
-static int cmp_double(const void *pa, const void *pb)
-{
-    double a = *(const double *)pa, b = *(const double *)pb;
-    return (a > b) - (a < b);
-}
-
-void nc_sort_doubles(double *a, size_t n)
-{
-    qsort(a, n, sizeof *a, cmp_double);
-}
-
-double nc_quantile_sorted(const double *a, size_t n, double q)
-{
-    double pos = q * (double)(n - 1);
-    size_t lo = (size_t)floor(pos);
-    if (lo >= n - 1)
-        return a[n - 1];
-    double t = pos - (double)lo, lo_v = a[lo], hi_v = a[lo + 1];
-    if (t == 0 || lo_v == hi_v)
-        return lo_v;
-    if (isinf(hi_v))
-        return hi_v;
-    double diff = hi_v - lo_v;
-    return t >= 0.5 ? hi_v - diff * (1.0 - t) : lo_v + diff * t;
 }
 
 nc_boot_ci nc_boot_summary(const double *v, size_t stride, size_t B, double *work)

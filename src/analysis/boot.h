@@ -99,12 +99,4 @@ typedef struct nc_boot_ci {
  * replicates are left out; more than 1% of them makes the summary NaN. */
 nc_boot_ci nc_boot_summary(const double *v, size_t stride, size_t B, double *work);
 
-/* NumPy's default ("linear") quantile of sorted a[0..n), n >= 1: position
- * q (n-1), interpolated as numpy's _lerp does; an infinite upper neighbour
- * gives +inf unless the position falls exactly on the lower one. */
-double nc_quantile_sorted(const double *a, size_t n, double q);
-
-/* Sorts a[0..n) ascending (NaN not allowed). */
-void nc_sort_doubles(double *a, size_t n);
-
 #endif

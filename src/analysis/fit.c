@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/v4.h"
 #include "core/vmath.h"
 
 static double wt(const nc_points *pts, size_t k)
@@ -66,47 +67,73 @@ typedef struct profile {
     double a, b, F, G; /* G = dF/du at the profiled (a, b) */
 } profile;
 
-/* phi and d phi / d theta for all points. */
-static void eval_phi(profile *pr, double theta, double *dphi)
+/* phi and d phi / d theta for all points (vectorised in profile_eval's
+ * clones: nc_tanh and sqrt are straight-line code, core/vmath.h; tanh by
+ * runs, which skip the exponential where a run of points allows, with the
+ * same bits: the points are bins or tokens' values in order, so most runs
+ * of a small theta do). */
+NC_VM_INLINE void eval_phi(profile *pr, double theta, double *dphi, bool with_dphi)
 {
     const nc_points *pts = pr->pts;
     const double *x = pts->x;
+    double *phi = pr->phi;
     if (pr->kind == PHI_TANH) {
-        for (size_t k = 0; k < pts->n; k++) {
-            double t = nc_tanh(theta * x[k]);
-            pr->phi[k] = t;
-            dphi[k] = x[k] * (1.0 - t * t);
-        }
-    } else {
+        nc_tanh_run(theta, x, pts->n, phi);
+        for (size_t k = 0; with_dphi && k < pts->n; k++)
+            dphi[k] = x[k] * (1.0 - phi[k] * phi[k]);
+    } else if (with_dphi) {
         for (size_t k = 0; k < pts->n; k++) {
             double q = x[k] * x[k] + theta;
             double f = x[k] / sqrt(q);
-            pr->phi[k] = f;
+            phi[k] = f;
             dphi[k] = -0.5 * f / q;
         }
+    } else {
+        for (size_t k = 0; k < pts->n; k++)
+            phi[k] = x[k] / sqrt(x[k] * x[k] + theta);
     }
 }
 
-/* F(u) and G = dF/du with (a, b) profiled out. dphi: [n] scratch.
- * The sums run over four interleaved accumulators: one running sum is bound
- * by the latency of an add, four are not (and stay deterministic). */
-static void profile_eval(profile *pr, double u, double *dphi)
+/* The four lanes of a vector sum as an array (the last n mod 4 points are
+ * added to them one by one), and their total in a fixed order. */
+#define LANES_OUT(arr, v) double arr[4] = {(v)[0], (v)[1], (v)[2], (v)[3]}
+#define LANES_SUM(arr) (((arr)[0] + (arr)[1]) + ((arr)[2] + (arr)[3]))
+
+/* F(u) and, when with_G, G = dF/du with (a, b) profiled out (G is NaN
+ * otherwise: a scan needs F everywhere but G only beside its best point,
+ * and F alone skips phi's derivative and its sum). dphi: [n] scratch.
+ * The sums run over four interleaved accumulators, point k in lane k mod 4
+ * (one running sum is bound by the latency of an add, four are not, and
+ * stay deterministic); the lanes are four-double vectors (core/v4.h), so the
+ * loops vectorise with the same bits as the plain lane loops. Built for
+ * AVX-512, AVX2 and the baseline (NC_VMATH_CLONES): the scans evaluate F
+ * some 80 times per fit, which makes this the fixed cost of a small run. */
+NC_VMATH_CLONES
+static void profile_eval_of(profile *pr, double u, double *dphi, bool with_G)
 {
     const nc_points *pts = pr->pts;
-    const size_t n = pts->n;
+    const size_t n = pts->n, n4 = n & ~(size_t)3;
     const double *w = pts->w, *y = pts->y, *phi = pr->phi;
     const double theta = exp(u);
-    eval_phi(pr, theta, dphi);
-    double sw[4] = {0}, sp[4] = {0}, sy[4] = {0};
-    for (size_t k = 0; k < n; k++) {
+    const v4d one = {1, 1, 1, 1}, zero = {0, 0, 0, 0};
+    eval_phi(pr, theta, dphi, with_G);
+    v4d vw = zero, vp = zero, vy = zero;
+    for (size_t k = 0; k < n4; k += 4) {
+        v4d wk = w ? (v4d)V4(w + k) : one;
+        vw += wk;
+        vp += wk * V4(phi + k);
+        vy += wk * V4(y + k);
+    }
+    LANES_OUT(sw, vw);
+    LANES_OUT(sp, vp);
+    LANES_OUT(sy, vy);
+    for (size_t k = n4; k < n; k++) {
         double wk = w ? w[k] : 1.0;
         sw[k & 3] += wk;
         sp[k & 3] += wk * phi[k];
         sy[k & 3] += wk * y[k];
     }
-    double Sw = (sw[0] + sw[1]) + (sw[2] + sw[3]);
-    double Sp = (sp[0] + sp[1]) + (sp[2] + sp[3]);
-    double Sy = (sy[0] + sy[1]) + (sy[2] + sy[3]);
+    double Sw = LANES_SUM(sw), Sp = LANES_SUM(sp), Sy = LANES_SUM(sy);
     double a, b;
     if (pr->a_fixed) {
         a = pr->a_value;
@@ -115,29 +142,55 @@ static void profile_eval(profile *pr, double u, double *dphi)
         /* centred normal equations: a = cov(phi, y) / var(phi); without an
          * offset, the same about 0 */
         double mp = pr->has_b ? Sp / Sw : 0.0, my = pr->has_b ? Sy / Sw : 0.0;
-        double spp[4] = {0}, spy[4] = {0};
-        for (size_t k = 0; k < n; k++) {
+        v4d vpp = zero, vpy = zero;
+        for (size_t k = 0; k < n4; k += 4) {
+            v4d wk = w ? (v4d)V4(w + k) : one, v = V4(phi + k) - mp;
+            vpp += wk * v * v;
+            vpy += wk * v * (V4(y + k) - my);
+        }
+        LANES_OUT(spp, vpp);
+        LANES_OUT(spy, vpy);
+        for (size_t k = n4; k < n; k++) {
             double wk = w ? w[k] : 1.0, v = phi[k] - mp;
             spp[k & 3] += wk * v * v;
             spy[k & 3] += wk * v * (y[k] - my);
         }
-        double Spp = (spp[0] + spp[1]) + (spp[2] + spp[3]);
-        double Spy = (spy[0] + spy[1]) + (spy[2] + spy[3]);
+        double Spp = LANES_SUM(spp), Spy = LANES_SUM(spy);
         a = Spp > 0 ? Spy / Spp : 0.0;
         b = my - a * mp;
     }
     /* F and its derivative from the residuals themselves (no cancellation) */
-    double F4[4] = {0}, dF4[4] = {0};
-    for (size_t k = 0; k < n; k++) {
+    v4d vF = zero, vdF = zero;
+    if (with_G) {
+        for (size_t k = 0; k < n4; k += 4) {
+            v4d wk = w ? (v4d)V4(w + k) : one, r = V4(y + k) - a * V4(phi + k) - b;
+            vF += wk * r * r;
+            vdF += wk * r * V4(dphi + k);
+        }
+    } else {
+        for (size_t k = 0; k < n4; k += 4) {
+            v4d wk = w ? (v4d)V4(w + k) : one, r = V4(y + k) - a * V4(phi + k) - b;
+            vF += wk * r * r;
+        }
+    }
+    LANES_OUT(F4, vF);
+    LANES_OUT(dF4, vdF);
+    for (size_t k = n4; k < n; k++) {
         double wk = w ? w[k] : 1.0, r = y[k] - a * phi[k] - b;
         F4[k & 3] += wk * r * r;
-        dF4[k & 3] += wk * r * dphi[k];
+        if (with_G)
+            dF4[k & 3] += wk * r * dphi[k];
     }
     pr->a = a;
     pr->b = b;
-    pr->F = (F4[0] + F4[1]) + (F4[2] + F4[3]);
+    pr->F = LANES_SUM(F4);
     /* dF/du = theta dF/dtheta, by the envelope theorem (a, b optimal) */
-    pr->G = -2.0 * a * theta * ((dF4[0] + dF4[1]) + (dF4[2] + dF4[3]));
+    pr->G = with_G ? -2.0 * a * theta * LANES_SUM(dF4) : NAN;
+}
+
+static void profile_eval(profile *pr, double u, double *dphi)
+{
+    profile_eval_of(pr, u, dphi, true);
 }
 
 /* Brent-Dekker root finding on the profile's G over [ua, ub], where G
@@ -227,15 +280,21 @@ static double profile_solve(profile *pr, double u_centre, const nc_fit_opts *o, 
     }
     for (int j = 0; j < nscan && j < 256; j++) {
         double u = u_centre - NC_FIT_SCAN_HALF_WIDTH + j * NC_FIT_SCAN_STEP;
-        profile_eval(pr, u, dphi);
+        profile_eval_of(pr, u, dphi, false); /* F alone */
         evals++;
-        Gs[j] = pr->G;
         if (pr->F < best_F) {
             best_F = pr->F;
             best_u = u;
             best_j = j;
         }
     }
+    /* G where the bracket needs it: beside the best point (the same
+     * evaluations again, with G, so the same bits as a scan with G) */
+    for (int j = best_j - 1; best_j >= 0 && j <= best_j + 1; j++)
+        if (j >= 0 && j < nscan && j < 256) {
+            profile_eval(pr, u_centre - NC_FIT_SCAN_HALF_WIDTH + j * NC_FIT_SCAN_STEP, dphi);
+            Gs[j] = pr->G;
+        }
     if (best_j < 0) {
         out->iterations = evals;
         out->converged = false;
@@ -376,22 +435,27 @@ static bool cholesky_solve(int n, const double *A, const double *g, double *z)
  * dF/dalpha = gamma x E', dF/dshift = gamma E', dF/dgamma = E, dF/dbeta = 1
  * (E = erf(z), E' its derivative). Free parameters are picked by `free_`
  * (indices into p), nf of them. Accumulates JtJ (nf^2), Jtr (nf) and returns
- * F. E and E' are computed first in a vectorised loop over a chunk. */
-static double derf_normal(const nc_points *pts, const double p[4], const int *free_, int nf,
-                          double *JtJ, double *Jtr)
+ * F. E and E' are computed first in a vectorised loop over a chunk (in the
+ * AVX-512, AVX2 and baseline copies of NC_VMATH_CLONES; the sums stay in
+ * their plain order); E is taken from E[n] instead when given (the values
+ * derf_trial left there for the same p). */
+NC_VMATH_CLONES
+static double derf_normal(const nc_points *pts, const double p[4], const double *E,
+                          const int *free_, int nf, double *JtJ, double *Jtr)
 {
     enum { CHUNK = 512 };
     const double alpha = p[0], shift = p[1], gamma = p[2], beta = p[3];
-    double e[CHUNK], de[CHUNK];
+    double e_own[CHUNK], de[CHUNK];
     double A[10] = {0}, g[4] = {0}, F = 0; /* A: the upper triangle of the full 4x4 */
     for (size_t k0 = 0; k0 < pts->n; k0 += CHUNK) {
         size_t m = pts->n - k0 < CHUNK ? pts->n - k0 : CHUNK;
-        const double *x = pts->x + k0;
-        for (size_t k = 0; k < m; k++) {
-            double z = alpha * x[k] + shift;
-            e[k] = nc_erf(z);
-            de[k] = nc_erf_deriv(z);
-        }
+        const double *x = pts->x + k0, *e = e_own;
+        if (E)
+            e = E + k0;
+        else
+            nc_erf_run(alpha, shift, x, m, e_own);
+        for (size_t k = 0; k < m; k++)
+            de[k] = nc_erf_deriv(alpha * x[k] + shift);
         for (size_t k = 0; k < m; k++) {
             double w = wt(pts, k0 + k), r = pts->y[k0 + k] - (gamma * e[k] + beta);
             double J0 = gamma * x[k] * de[k], J1 = gamma * de[k], J2 = e[k];
@@ -413,10 +477,20 @@ static double derf_normal(const nc_points *pts, const double p[4], const int *fr
     return F;
 }
 
-static double derf_F(const nc_points *pts, const double p[4])
+/* F at p as nc_fit_objective computes it for Derf (the same residuals
+ * summed in the same order, so the same bits), leaving E[k] = erf(alpha x_k
+ * + shift) for derf_normal when the step is taken. */
+NC_VMATH_CLONES
+static double derf_trial(const nc_points *pts, const double p[4], double *E)
 {
-    nc_params q = {.p = {p[0], p[1], p[2], p[3]}};
-    return nc_fit_objective(pts, nc_surrogate_get(NC_FIT_DERF), &q);
+    const double alpha = p[0], shift = p[1], gamma = p[2], beta = p[3];
+    nc_erf_run(alpha, shift, pts->x, pts->n, E);
+    double F = 0;
+    for (size_t k = 0; k < pts->n; k++) {
+        double r = pts->y[k] - (gamma * E[k] + beta);
+        F += wt(pts, k) * r * r;
+    }
+    return F;
 }
 
 int nc_fit_derf(const nc_points *pts, const nc_fit_opts *o, const double init[4],
@@ -437,7 +511,10 @@ int nc_fit_derf(const nc_points *pts, const nc_fit_opts *o, const double init[4]
         free_[nf++] = 3;
 
     double JtJ[16], Jtr[4], lambda = 1e-3;
-    double F = derf_normal(pts, p, free_, nf, JtJ, Jtr);
+    double *E = malloc(pts->n * sizeof *E); /* erf at the trial point */
+    if (!E)
+        return nc_err_set(err, NC_ENOMEM, "derf fit: out of memory for %zu points", pts->n);
+    double F = derf_normal(pts, p, NULL, free_, nf, JtJ, Jtr);
     bool done = false;
     int it;
     for (it = 0; it < max_iter && !done; it++) {
@@ -461,11 +538,11 @@ int nc_fit_derf(const nc_points *pts, const nc_fit_opts *o, const double init[4]
                 step += z[i] * z[i];
                 size += p[free_[i]] * p[free_[i]];
             }
-            double Fq = derf_F(pts, q);
+            double Fq = derf_trial(pts, q, E);
             if (Fq <= F) {
                 double rel_drop = F > 0 ? (F - Fq) / F : 0;
                 memcpy(p, q, sizeof p);
-                F = derf_normal(pts, p, free_, nf, JtJ, Jtr);
+                F = derf_normal(pts, p, E, free_, nf, JtJ, Jtr);
                 lambda = fmax(lambda / 3, 1e-12);
                 accepted = true;
                 if (sqrt(step) <= tol * (sqrt(size) + tol) || rel_drop < 1e-15)
@@ -481,6 +558,7 @@ int nc_fit_derf(const nc_points *pts, const nc_fit_opts *o, const double init[4]
             break;
         }
     }
+    free(E);
     memcpy(out->p, p, sizeof p);
     out->objective = F;
     out->iterations = it;

@@ -1,6 +1,5 @@
 /*
- * jacobian.c - the diagonal-Jacobian comparison (jacobian.h; BRIEF.md, "The
- * gradient derivation").
+ * jacobian.c - the diagonal-Jacobian comparison (jacobian.h; docs/jacobian.md).
  *
  * Legend: d channels; t a visited token (a position in res->tok), tok its
  * row in x; i a channel; y = (x - c_t) * inv_t the norm's output before the
@@ -16,9 +15,9 @@
  * gradients, and otherwise the summaries read the layer's sums.
  *
  * Where the time goes (the streaming pass, per token): one sweep for y,
- * diag(J) and their sums (token_state), then per surrogate its f' row (the
+ * diag(J) and their sums (nc_jac_token_state), then per surrogate its f' row (the
  * table's vectorised deriv functions) and one sweep for its squared
- * diagonal error; with real gradients, errors_of's sweeps. No random
+ * diagonal error; with real gradients, nc_jac_errors_of's sweeps. No random
  * probes: their expectations are exact (jacobian.h). Every loop over i
  * keeps NC_LANES partial sums (core/sum.h), so it vectorises without
  * reordering anything, and the helpers are NC_VM_INLINE so that they are
@@ -27,8 +26,8 @@
  *
  * Left out: the dense check (jacobian_dense.c); the summaries, standard
  * errors, rankings and Gaussian references (jacobian_stats.c); the
- * per-token sweeps that the pass shares with the dense check (token_state,
- * errors_of) are in jacobian_internal.h.
+ * per-token sweeps that the pass shares with the dense check and the verify
+ * pass (nc_jac_token_state, nc_jac_errors_of) are in jac_forms.h.
  */
 #include "analysis/jacobian.h"
 
@@ -38,19 +37,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/jacobian_internal.h"
+#include "analysis/jac_forms.h"
 #include "core/par.h"
 #include "core/sum.h"
 #include "core/vmath.h"
+#include "util/clock.h"
 
 /* ============================================================ reductions */
 
-/* Sums over i < n in NC_LANES lanes (lane i mod NC_LANES, core/sum.h): the
+/* A sum over i < n in NC_LANES lanes (lane i mod NC_LANES, core/sum.h): the
  * fixed-width body vectorises without reassociation, so the bits are the
  * same with SSE2, AVX2 or no vectors at all. NC_VM_INLINE: a call would
- * leave the vector clones of the caller for the baseline copy. dot and total,
- * used once per token or less, keep this plain form; the hot sweeps use
- * the four-double vectors of jacobian_internal.h. */
+ * leave the vector clones of the caller for the baseline copy. dot, used
+ * once per token, keeps this plain form; the hot sweeps use the four-double
+ * vectors of jac_forms.h. */
 
 /* sum_i a_i b_i */
 NC_VM_INLINE double dot(const double *a, const double *b, size_t n)
@@ -63,52 +63,6 @@ NC_VM_INLINE double dot(const double *a, const double *b, size_t n)
     for (int l = 0; i < n; i++, l++)
         s[l] += a[i] * b[i];
     return nc_lanes_total(s);
-}
-
-/* sum_i a_i */
-NC_VM_INLINE double total(const double *a, size_t n)
-{
-    double s[NC_LANES] = {0};
-    size_t i = 0;
-    for (; i + NC_LANES <= n; i += NC_LANES)
-        for (int l = 0; l < NC_LANES; l++)
-            s[l] += a[i + l];
-    for (int l = 0; i < n; i++, l++)
-        s[l] += a[i];
-    return nc_lanes_total(s);
-}
-
-/* ======================================================== one token */
-
-/* (inline versions for the pass, public wrappers below) */
-
-NC_VM_INLINE void token_vjp(nc_norm_kind norm, const double *y, double inv, size_t d,
-                            const double *g, double *out)
-{
-    /* J^T g = J g = inv (g - [mean(g)] - y (y.g) / d) */
-    const double dd = (double)d;
-    const double yg = dot(y, g, d) / dd;
-    const double mg = norm == NC_LAYERNORM ? total(g, d) / dd : 0.0;
-    for (size_t i = 0; i < d; i++)
-        out[i] = inv * ((g[i] - mg) - y[i] * yg);
-}
-
-void nc_jac_token_diag(nc_norm_kind norm, const double *y, double inv, size_t d, double *diag)
-{
-    const double dd = (double)d, a = diag_a(norm, d);
-    for (size_t i = 0; i < d; i++)
-        diag[i] = inv * (a - y[i] * y[i] / dd);
-}
-
-void nc_jac_token_vjp(nc_norm_kind norm, const double *y, double inv, size_t d, const double *g,
-                      double *out)
-{
-    token_vjp(norm, y, inv, d, g, out);
-}
-
-double nc_jac_token_frob2(nc_norm_kind norm, const double *y, double inv, size_t d)
-{
-    return frob2_from(norm, dot(y, y, d), total(y, d), inv, d);
 }
 
 /* ============================================================ the pass */
@@ -166,7 +120,7 @@ NC_VM_INLINE void real_token(jac_ctx *ctx, jac_acc *a, size_t t, size_t tok, con
         return;
     }
     double v2, e2[1 + NC_FIT_COUNT];
-    errors_of(ctx->res->norm, y, jd, fp, ctx->ns, inv, d, g, v, &v2, e2);
+    nc_jac_errors_of(ctx->res->norm, y, jd, fp, ctx->ns, inv, d, g, v, &v2, e2);
     ctx->real_ok[t] = 1;
     ctx->rv2[t] = v2;
     for (int j = 0; j <= ctx->ns; j++)
@@ -194,7 +148,7 @@ static void jac_block(void *vctx, int shard, size_t t0, size_t nt, const double 
         const double *x = rows + k * d;
         const double inv = tk->inv[t];
         double sums[5];
-        token_state(norm, x, tk->centre[t], inv, d, y, jd, sums);
+        nc_jac_token_state(norm, x, tk->centre[t], inv, d, y, jd, sums);
 
         /* pooled shares and, per token, the probe expectations: ||J||_F^2
          * and the off-diagonal energy (closed forms, jacobian.h) */
@@ -321,8 +275,8 @@ static void set_nan_metrics(nc_jac_result *out)
         S->backprop = out->backprop;
         S->backprop_real = out->backprop_real;
     }
-    out->dense_max_rel_diff = out->dense_frob_max_rel_diff = out->dense_off_max_rel_diff = NAN;
-    out->dense_tol = out->dense_frob_tol = NAN;
+    out->dense.max_rel_diff = out->dense.frob_max_rel_diff = out->dense.off_max_rel_diff = NAN;
+    out->dense.tol = out->dense.frob_tol = NAN;
 }
 
 /* x and grad against the analysed layer (errors as nc_jacobian_run's) */
@@ -461,20 +415,23 @@ static int dense_step(const nc_layer_result *res, const nc_tensor *x, const nc_t
                       nc_jac_result *out, nc_err *err)
 {
     const size_t d = res->d;
+    nc_jac_dense *dc = &out->dense;
     size_t max_entries = o->dense_max_entries ? o->dense_max_entries : NC_JAC_DENSE_MAX_ENTRIES;
-    size_t m = o->dense_tokens ? o->dense_tokens : nc_jac_dense_default_tokens(d);
+    size_t m = o->dense_tokens ? o->dense_tokens : nc_jac_dense_default_tokens(d, used);
     if (m > used)
         m = used;
+    if (!o->probes) /* the default rule, sized to the layer */
+        out->probes = nc_jac_dense_default_probes(d, used);
     if (o->no_dense)
-        snprintf(out->dense_status, sizeof out->dense_status, "skipped (no_dense)");
+        snprintf(dc->status, sizeof dc->status, "skipped (no_dense)");
     else if (m == 0)
-        snprintf(out->dense_status, sizeof out->dense_status, "skipped: no usable token");
+        snprintf(dc->status, sizeof dc->status, "skipped: no usable token");
     else if (d > max_entries / d)
-        snprintf(out->dense_status, sizeof out->dense_status,
+        snprintf(dc->status, sizeof dc->status,
                  "skipped: %zu x %zu entries per token exceed %zu", d, d, max_entries);
     else
         return nc_jac_dense_check(res, x, grad, weight, m, used, o->seed ^ NC_JAC_SEED_TAG,
-                                  out->probes, out, err);
+                                  out->probes, dc, err);
     return 0;
 }
 
@@ -499,7 +456,7 @@ int nc_jacobian_run(const nc_layer_result *res, const nc_tensor *x, const nc_ten
     out->real_weighted = grad && weight;
     out->gauss = nc_jac_gaussian_ref(res->norm, d);
     set_nan_metrics(out);
-    snprintf(out->dense_status, sizeof out->dense_status, "not run");
+    snprintf(out->dense.status, sizeof out->dense.status, "not run");
 
     jac_ctx *ctx = calloc(1, sizeof *ctx);
     double *mem = NULL;

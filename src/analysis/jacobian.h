@@ -1,6 +1,6 @@
 /*
- * jacobian.h - the diagonal-Jacobian comparison (BRIEF.md, "The gradient
- * derivation" and "Further facts"; the project's issue 3).
+ * jacobian.h - the diagonal-Jacobian comparison (docs/jacobian.md defines
+ * every number; docs/theory.md derives the diagonal's ODEs).
  *
  * Legend: N tokens, d channels, t a visited token, i a channel; per token
  * y = (x - c_t) * inv_t (layer.h), scale = 1/inv. The Jacobian of the norm
@@ -19,7 +19,7 @@
  * with q = ||y||^2 / d and m = mean(y). (||I - A||_F^2 = d - 2 tr A +
  * ||A||_F^2; for LayerNorm A = (1 1^T + y y^T)/d, tr A = 1 + q and ||A||_F^2
  * = 1 + q^2 + 2 (1.y)^2 / d^2. With y orthogonal to 1 and q = kappa =
- * var/(var + eps) this is BRIEF's d - 1 - 2 kappa + kappa^2; the exact form
+ * var/(var + eps) this is d - 1 - 2 kappa + kappa^2; the exact form
  * in the y's is what is computed.)
  *
  * nc_jacobian_run computes, in one streaming pass over the layer's input
@@ -76,28 +76,13 @@
  * finite.
  *
  * Then, as checks:
- *   dense     for a sample of tokens (by default as many as fit
- *             NC_JAC_DENSE_ENTRIES matrix entries in all: one token for
- *             d = 4096, every token up to 4096 for d <= 64), every entry
- *             J_ij computed in double from its formula (nc_jac_token_dense)
- *             row by row, and J^T g = sum_j J_ij g_j summed explicitly (O(d^2)
- *             per column, no BLAS, O(d * columns) memory) for the columns
- *             G = [probes | real gradient] (`probes` standard normals per
- *             token from the token's stream nc_rng(seed ^ NC_JAC_SEED_TAG,
- *             row), NC_JAC_PROBES by default), compared with the analytic
- *             J^T g in O(d) as the pass computes it: dense_max_rel_diff is
- *             the largest |dense_i - analytic_i| / s_i over the sampled
- *             tokens, columns and channels, with s_i = inv (|g_i| + ([sum
- *             |g|] + |y_i| sum |y g|) / d) >= sum_j |J_ij g_j| the size of
- *             the terms summed (J^T g itself may cancel to ~0). Rounding
- *             alone keeps it below dense_tol = gamma_{2d+12} (u = 2^-53)
- *             whatever the summation order; dropping the off-diagonal part
- *             gives ~1/sqrt(d) or more (test_jacobian.c checks that it
- *             fails). Likewise dense_frob_max_rel_diff, |sum of J_ij^2 over
- *             the explicit entries - the closed form| / (d inv^2), stays
- *             below dense_frob_tol = (d + 16) u, and dense_off_max_rel_diff
- *             the same for the off-diagonal energy off_t. dense_status is
- *             "ok" when all hold, else says "MISMATCH" and by how much.
+ *   dense     for a sample of tokens, every entry J_ij computed from its
+ *             formula and J^T g summed explicitly for the columns G =
+ *             [probes | real gradient] (`probes` standard normals per token
+ *             from the token's stream nc_rng(seed ^ NC_JAC_SEED_TAG, row),
+ *             NC_JAC_PROBES by default), held against the pass's O(d) forms
+ *             within a rounding bound: jacobian_dense.h says what it
+ *             proves and how large the sample is.
  *   ODE       ODE-1 dy/dx = (1/rho)(1 - y^2/d), y(0) = 0, and ODE-2
  *             dy/dx = (y/x)(1 - y^2/d) integrated (ode.h, rtol = atol =
  *             1e-12) over [0, max |x|] and compared with sqrt(d) tanh(x /
@@ -120,6 +105,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/jacobian_dense.h"
 #include "analysis/layer.h"
 #include "analysis/ode.h"
 #include "analysis/surrogate.h"
@@ -127,20 +113,6 @@
 #include "core/tensor.h"
 #include "util/err.h"
 #include "util/progress.h"
-
-/* Defaults of the options (used where an option is 0). */
-#define NC_JAC_PROBES 8 /* probe columns per token of the dense check */
-/* The dense check computes about this many matrix entries in all, each
- * used for every column (~2^24 x (2 + 2 columns) flops: ~20 ms for 9
- * columns, a few percent of a 4096 x 4096 layer's run):
- * NC_JAC_DENSE_ENTRIES / d^2 tokens, at least 1 and at most
- * NC_JAC_DENSE_MAX_TOKENS. */
-#define NC_JAC_DENSE_ENTRIES ((size_t)1 << 24)
-#define NC_JAC_DENSE_MAX_TOKENS 4096
-/* Skip the dense check when one token's d^2 entries exceed this many
- * (the time of one token grows as d^2; d = 65536 would be 2^32). */
-#define NC_JAC_DENSE_MAX_ENTRIES ((size_t)1 << 30)
-#define NC_JAC_DENSE_ALL SIZE_MAX                /* dense_tokens: every used token */
 
 /* Mixed into the seed (seed ^ tag) before the probe streams are drawn, so
  * that a probe never repeats the normals of a synthetic layer generated
@@ -154,7 +126,7 @@
 
 typedef struct nc_jac_opts {
     size_t probes;          /* probe columns of the dense check (0: NC_JAC_PROBES) */
-    size_t dense_tokens;    /* tokens checked densely (0: nc_jac_dense_default_tokens(d);
+    size_t dense_tokens;    /* tokens checked densely (0: nc_jac_dense_default_tokens;
                              * NC_JAC_DENSE_ALL: all); at most the used tokens */
     size_t dense_max_entries; /* skip the dense check when d*d exceeds this
                                * (0: NC_JAC_DENSE_MAX_ENTRIES) */
@@ -250,19 +222,7 @@ typedef struct nc_jac_result {
 
     nc_jac_ode ode;
 
-    bool dense_ran;                 /* the dense check ran (dense_status says why not) */
-    size_t tokens_materialised;     /* tokens of the dense check */
-    size_t dense_columns;           /* columns of G per token (probes [+ 1 real]) */
-    double dense_max_rel_diff;      /* dense J^T G against analytic, relative to
-                                     * s_i (see above; NaN: not run) */
-    double dense_frob_max_rel_diff; /* dense ||J||_F^2 against the closed form,
-                                     * relative to d inv^2 */
-    double dense_off_max_rel_diff;  /* dense off-diagonal energy against off_t,
-                                     * relative to d inv^2 */
-    double dense_tol;               /* the rounding bound of dense_max_rel_diff */
-    double dense_frob_tol;          /* ... of the two Frobenius differences */
-    char dense_status[128];         /* "ok", "MISMATCH: ..." or why it did not run */
-    double dense_flops;             /* d^2 (2 + 2 columns) per token */
+    nc_jac_dense dense;             /* the dense check (jacobian_dense.h) */
 
     double time_analytic_s;         /* the streaming pass */
     double time_stats_s;            /* summaries, standard errors, rankings */
@@ -276,11 +236,6 @@ typedef struct nc_jac_result {
 /* Options with the defaults: probes NC_JAC_PROBES, dense default rule,
  * seed 1. */
 void nc_jac_opts_defaults(nc_jac_opts *o);
-
-/* The default number of tokens of the dense check for width d:
- * NC_JAC_DENSE_ENTRIES / d^2, at least 1 and at most
- * NC_JAC_DENSE_MAX_TOKENS (0 for d = 0). */
-size_t nc_jac_dense_default_tokens(size_t d);
 
 /* Runs the comparison on an analysed layer. res is the result of
  * nc_layer_analyze on the input x (the same tensor: the pass visits the
@@ -340,30 +295,6 @@ double nc_jac_median_se(const double *sorted, size_t n);
 
 /* ---- one token (tests, figures) ---------------------------------------- */
 
-/* diag[i] = J_ii for the token with output y[d] and inv = 1/scale. */
-void nc_jac_token_diag(nc_norm_kind norm, const double *y, double inv, size_t d, double *diag);
-
-/* out[d] = J^T g, analytically in O(d). out must not alias g or y. */
-void nc_jac_token_vjp(nc_norm_kind norm, const double *y, double inv, size_t d, const double *g,
-                      double *out);
-
-/* ||J||_F^2 in closed form (see above). */
-double nc_jac_token_frob2(nc_norm_kind norm, const double *y, double inv, size_t d);
-
-/* J[i*d + j] = J_ij, the dense d x d Jacobian, row-major. (J is symmetric
- * in exact arithmetic; the two halves may differ in the last bit.) */
-void nc_jac_token_dense(nc_norm_kind norm, const double *y, double inv, size_t d, double *J);
-
-/* JG[k d + i] = sum_j J_ij G[k d + j] for the ncols columns of G [d x ncols,
- * column k at G + k d], every entry J_ij computed from its formula (as
- * nc_jac_token_dense) row by row and summed explicitly in double (O(d^2)
- * per column, never the whole matrix); f2[0] = sum_ij J_ij^2, f2[1] =
- * sum_{i != j} J_ij^2. row: d doubles of scratch. The dense check's
- * product. */
-void nc_jac_token_dense_apply(nc_norm_kind norm, const double *y, double inv, size_t d,
-                              const double *G, size_t ncols, double *JG, double *row,
-                              double f2[2]);
-
 /* ---- the ODE check ------------------------------------------------------ */
 
 /* Integrates ODE-1 and ODE-2 (docs/theory.md) over [0, x_max] for width
@@ -379,14 +310,5 @@ void nc_jac_token_dense_apply(nc_norm_kind norm, const double *y, double inv, si
  * the next term is relative ~(x0 / (rho sqrt d))^6 = 1e-18. Not run (ok
  * false, status says why) unless rho > 0, x_max > 0 and d > 0, all finite. */
 void nc_jac_ode_check(double rho, double a2, double x_max, nc_jac_ode *out);
-
-/* ---- benchmark support ----------------------------------------------------- */
-
-/* Times OpenBLAS on an n x n x n product, cblas_sgemm (single) or
- * cblas_dgemm: one small warm-up call, then the best of reps calls (reps 0
- * means 1). *gflops = 2 n^3 / best time / 1e9, *elapsed_s = the best time.
- * Returns 0 or NC_ENOMEM. */
-int nc_jac_blas_rate(size_t n, bool single, int reps, double *gflops, double *elapsed_s,
-                     nc_err *err);
 
 #endif

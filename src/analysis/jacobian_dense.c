@@ -1,33 +1,26 @@
 /*
  * jacobian_dense.c - the dense check of the diagonal-Jacobian comparison
- * (jacobian.h, "Then, as checks: dense"): for a sample of tokens, every
- * entry of J computed from its formula row by row and J^T G summed
- * explicitly for a few probe columns (O(d^2) work, O(d) memory per column,
- * no BLAS: OpenBLAS's sgemm waits forever for a 128 MB buffer under a
- * memory cap), compared with the analytic J^T g of the streaming pass
- * against a rounding bound; the default sample size; and the BLAS rate the
- * benchmark reports.
+ * (jacobian_dense.h): for a sample of tokens, every entry of J computed
+ * from its formula row by row and J^T G summed explicitly for a few probe
+ * columns (O(d^2) work, O(d) memory per column, no BLAS: OpenBLAS's sgemm
+ * waited for ever for a 128 MB buffer under a memory cap), compared with
+ * the analytic J^T g of the streaming pass (jac_forms.h) against a
+ * rounding bound; and the default sample size.
  *
- * Legend as in jacobian.c: d channels; t a visited token (a position in
- * res->tok), tok its row in x; i, j channels; y = (x - c_t) * inv_t; J the
- * exact Jacobian, jd its diagonal; G the d x ncols block of columns g.
+ * Legend: d channels; t a visited token (a position in res->tok), tok its
+ * row in x; i, j channels; y = (x - c_t) * inv_t; J the exact Jacobian, jd
+ * its diagonal; G the d x ncols block of columns g.
  *
  * Left out: the streaming pass, its summaries and the ODE check
- * (jacobian.c); the per-token sweeps both files use are in
- * jacobian_internal.h.
- *
- * The only file of normcmp that includes <cblas.h> (STYLE.md section 1:
- * BLAS stays in analysis/jacobian*); only the benchmark's rate calls it.
+ * (jacobian.c).
  */
-#include "analysis/jacobian.h"
+#include "analysis/jacobian_dense.h"
 
-#include <cblas.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "analysis/jacobian_internal.h"
+#include "analysis/jac_forms.h"
 #include "core/rng.h"
 #include "core/sum.h"
 #include "core/vmath.h"
@@ -186,7 +179,7 @@ void nc_jac_token_dense_apply(nc_norm_kind norm, const double *y, double inv, si
 }
 
 /* The largest max_scaled_diff over the ncols columns of G [d x ncols] and
- * JG = the dense J^T G, against the pass's own J^T g (errors_of; v is d
+ * JG = the dense J^T G, against the pass's own J^T g (nc_jac_errors_of; v is d
  * doubles of scratch). Columns without anything to compare (a zero or
  * non-finite real gradient) are skipped. */
 NC_VMATH_CLONES
@@ -202,7 +195,7 @@ static double compare_columns(nc_norm_kind norm, const double *y, const double *
         if (!(as[0] > 0) || !isfinite(as[0]) || !isfinite(as[1]))
             continue;
         double v2, e2[1];
-        errors_of(norm, y, jd, NULL, 0, inv, d, g, v, &v2, e2);
+        nc_jac_errors_of(norm, y, jd, NULL, 0, inv, d, g, v, &v2, e2);
         const double sg = norm == NC_LAYERNORM ? as[0] : 0.0;
         double r = max_scaled_diff(JG + k * d, v, g, y, inv, sg, as[1], d);
         worst = r > worst || r != r ? r : worst;
@@ -227,30 +220,28 @@ static void token_columns(const nc_tensor *grad, const double *weight, size_t to
     }
 }
 
-/* dense_status and the result fields from the worst differences */
-static void dense_verdict(nc_jac_result *out, size_t done, double max_rel, double max_frob,
-                          double max_off)
+/* The status and the result fields from the worst differences */
+static void dense_verdict(nc_jac_dense *out, size_t d, size_t done, double max_rel,
+                          double max_frob, double max_off)
 {
-    out->tokens_materialised = done;
-    out->dense_max_rel_diff = max_rel;
-    out->dense_frob_max_rel_diff = max_frob;
-    out->dense_off_max_rel_diff = max_off;
-    out->dense_tol = dense_tolerance(out->d);
-    out->dense_frob_tol = dense_frob_tolerance(out->d);
-    out->dense_ran = done > 0;
+    out->tokens = done;
+    out->max_rel_diff = max_rel;
+    out->frob_max_rel_diff = max_frob;
+    out->off_max_rel_diff = max_off;
+    out->tol = dense_tolerance(d);
+    out->frob_tol = dense_frob_tolerance(d);
+    out->ran = done > 0;
     if (done == 0) {
-        out->dense_max_rel_diff = out->dense_frob_max_rel_diff = NAN;
-        out->dense_off_max_rel_diff = NAN;
-        snprintf(out->dense_status, sizeof out->dense_status,
+        out->max_rel_diff = out->frob_max_rel_diff = out->off_max_rel_diff = NAN;
+        snprintf(out->status, sizeof out->status,
                  "skipped: no sampled token's Jacobian is finite");
-    } else if (max_rel <= out->dense_tol && max_frob <= out->dense_frob_tol &&
-               max_off <= out->dense_frob_tol)
-        snprintf(out->dense_status, sizeof out->dense_status, "ok");
+    } else if (max_rel <= out->tol && max_frob <= out->frob_tol && max_off <= out->frob_tol)
+        snprintf(out->status, sizeof out->status, "ok");
     else
-        snprintf(out->dense_status, sizeof out->dense_status,
+        snprintf(out->status, sizeof out->status,
                  "MISMATCH: J^T g off by %.3g (bound %.3g), ||J||_F^2 by %.3g, off-diagonal "
                  "by %.3g (bound %.3g)",
-                 max_rel, out->dense_tol, max_frob, max_off, out->dense_frob_tol);
+                 max_rel, out->tol, max_frob, max_off, out->frob_tol);
 }
 
 /* For m tokens spread evenly over the used ones: J^T G summed explicitly
@@ -258,7 +249,7 @@ static void dense_verdict(nc_jac_result *out, size_t done, double max_rel, doubl
  * of squares against the closed forms. */
 int nc_jac_dense_check(const nc_layer_result *res, const nc_tensor *x, const nc_tensor *grad,
                        const double *weight, size_t m, size_t used, uint64_t pseed, size_t P,
-                       nc_jac_result *out, nc_err *err)
+                       nc_jac_dense *out, nc_err *err)
 {
     const size_t d = res->d, nt = res->tok.nt, ncols = P + (grad ? 1 : 0);
     double *work = malloc((2 * ncols + 5) * d * sizeof *work);
@@ -284,7 +275,7 @@ int nc_jac_dense_check(const nc_layer_result *res, const nc_tensor *x, const nc_
             continue; /* the squares of J's entries would overflow */
         nc_tensor_rows(x, tok, 1, xr);
         double sums[5], f2[2];
-        token_state(res->norm, xr, res->tok.centre[t], inv, d, y, jd, sums);
+        nc_jac_token_state(res->norm, xr, res->tok.centre[t], inv, d, y, jd, sums);
         token_columns(grad, weight, tok, d, pseed, P, G);
         nc_jac_token_dense_apply(res->norm, y, inv, d, G, ncols, JG, row, f2);
         double r = compare_columns(res->norm, y, jd, inv, d, G, JG, ncols, v);
@@ -298,63 +289,30 @@ int nc_jac_dense_check(const nc_layer_result *res, const nc_tensor *x, const nc_
         done++;
     }
     free(work);
-    out->dense_columns = ncols;
-    out->dense_flops = dd * dd * (2.0 + 2.0 * (double)ncols) * (double)done;
-    dense_verdict(out, done, max_rel, max_frob, max_off);
+    out->columns = ncols;
+    out->flops = dd * dd * (2.0 + 2.0 * (double)ncols) * (double)done;
+    dense_verdict(out, d, done, max_rel, max_frob, max_off);
     return 0;
 }
 
 /* ========================================================== sample size */
 
-size_t nc_jac_dense_default_tokens(size_t d)
+size_t nc_jac_dense_default_tokens(size_t d, size_t used)
 {
-    if (d == 0)
+    if (d == 0 || used == 0)
         return 0;
-    if (d > NC_JAC_DENSE_ENTRIES / d)
-        return 1;
-    size_t m = NC_JAC_DENSE_ENTRIES / d / d;
-    return m < NC_JAC_DENSE_MAX_TOKENS ? m : NC_JAC_DENSE_MAX_TOKENS;
+    /* entries = min(used d, NC_JAC_DENSE_ENTRIES) (used d may overflow) */
+    size_t entries = used > NC_JAC_DENSE_ENTRIES / d ? NC_JAC_DENSE_ENTRIES : used * d;
+    size_t m = d > entries / d ? 1 : entries / d / d;
+    if (m > NC_JAC_DENSE_MAX_TOKENS)
+        m = NC_JAC_DENSE_MAX_TOKENS;
+    return m < used ? m : used;
 }
 
-/* ============================================================ benchmark */
-
-int nc_jac_blas_rate(size_t n, bool single, int reps, double *gflops, double *elapsed_s,
-                     nc_err *err)
+size_t nc_jac_dense_default_probes(size_t d, size_t used)
 {
-    if (n == 0 || n > INT_MAX || n > SIZE_MAX / 3 / n / sizeof(double))
-        return nc_err_set(err, NC_EINVAL, "BLAS benchmark size %zu out of range", n);
-    size_t es = single ? sizeof(float) : sizeof(double);
-    void *mem = malloc(3 * n * n * es);
-    if (!mem)
-        return nc_err_set(err, NC_ENOMEM, "out of memory for a %zu x %zu BLAS benchmark", n, n);
-    /* deterministic, well-scaled entries in [-1, 1) */
-    for (size_t k = 0; k < 3 * n * n; k++) {
-        double v = (double)((k * 2654435761u) % 2048) / 1024.0 - 1.0;
-        if (single)
-            ((float *)mem)[k] = (float)v;
-        else
-            ((double *)mem)[k] = v;
-    }
-    const int ni = (int)n;
-    double best = INFINITY;
-    for (int r = -1; r < (reps > 0 ? reps : 1); r++) {
-        int m = r < 0 ? (ni < 256 ? ni : 256) : ni; /* r = -1: the warm-up */
-        double t0 = nc_now_s();
-        if (single) {
-            float *A = mem, *B = A + n * n, *C = B + n * n;
-            cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0f, A, m, B, m,
-                        0.0f, C, m);
-        } else {
-            double *A = mem, *B = A + n * n, *C = B + n * n;
-            cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0, A, m, B, m,
-                        0.0, C, m);
-        }
-        double dt = nc_now_s() - t0;
-        if (r >= 0 && dt < best)
-            best = dt;
-    }
-    free(mem);
-    *elapsed_s = best;
-    *gflops = 2.0 * (double)n * (double)n * (double)n / best / 1e9;
-    return 0;
+    if (d == 0 || used >= d)
+        return NC_JAC_PROBES;
+    size_t P = NC_JAC_PROBES * used / d; /* used < d: no overflow */
+    return P > 0 ? P : 1;
 }

@@ -17,8 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "analysis/boot.h"
-#include "analysis/jacobian_internal.h"
+#include "core/quantile.h"
 #include "core/sum.h"
 
 /* r = sqrt(e2 / v2) with the conventions of jacobian.h: +inf for a nonzero

@@ -288,6 +288,8 @@ typedef struct bins_ctx {
     size_t *slot;       /* [nt] first point index of token t (raw points) */
     double xmean;
     bins_acc acc[NC_SHARDS];
+    double *shard_bins; /* raw points: one shard's bins at a time (bins_from_points) */
+    uint32_t *touched;  /* raw points: the bins that shard touched, [nbins] */
 } bins_ctx;
 
 NC_VMATH_CLONES static void bins_block(void *vctx, int shard, size_t t0, size_t nt,
@@ -333,7 +335,7 @@ NC_VMATH_CLONES static void bins_block(void *vctx, int shard, size_t t0, size_t 
         nc_sum_add(&a->sxy, nc_lanes_total(sxy));
         nc_sum_add(&a->sy, nc_lanes_total(sy));
         nc_sum_add(&a->syy, nc_lanes_total(syy));
-        /* the exact Jacobian diagonal J_ii = inv (jc - y_i^2 / d) (BRIEF.md) */
+        /* the exact Jacobian diagonal J_ii = inv (jc - y_i^2 / d) (docs/jacobian.md) */
         const double jc = ctx->jc, invd = 1.0 / (double)d;
         double sj[NC_LANES] = {0}, sjj[NC_LANES] = {0};
         for (i = 0; i < d; i++)
@@ -350,13 +352,15 @@ NC_VMATH_CLONES static void bins_block(void *vctx, int shard, size_t t0, size_t 
         nc_sum_add(&a->sj, nc_lanes_total(sj));
         nc_sum_add(&a->sjj, nc_lanes_total(sjj));
         /* the bins: first every point's bin (a loop that vectorises), then
-         * one four-double addition per point into its bin */
+         * one four-double addition per point into its bin (with raw points,
+         * after the pass: bins_from_points) */
         double *bin = a->bin;
-        for (i = 0; i < d; i++)
-            bi[i] = (uint32_t)nc_bin_of(&ctx->map, x[i]);
-        for (i = 0; i < d; i++)
-            V4(bin + 4 * (size_t)bi[i]) += (v4d){1.0, x[i], y[i], J[i]};
-        if (!ctx->binned) {
+        if (ctx->binned) {
+            for (i = 0; i < d; i++)
+                bi[i] = (uint32_t)nc_bin_of(&ctx->map, x[i]);
+            for (i = 0; i < d; i++)
+                V4(bin + 4 * (size_t)bi[i]) += (v4d){1.0, x[i], y[i], J[i]};
+        } else {
             memcpy(ctx->px + ctx->slot[t], x, d * sizeof *x);
             memcpy(ctx->py + ctx->slot[t], y, d * sizeof *y);
             memcpy(ctx->pj + ctx->slot[t], J, d * sizeof *J);
@@ -413,8 +417,8 @@ typedef struct analysis {
     run r;
     size_t *tokens;      /* the token sample, or NULL */
     bins_ctx *bc;
-    double *binmem;      /* [4 * NC_SHARDS * nbins] the shards' bins */
-    size_t nbins;
+    double *binmem;      /* [4 * binarrays * nbins] the shards' bins */
+    size_t nbins, binarrays;
     double *pxy;         /* the raw points (x, y, J_ii), until the result owns them */
     size_t *slot;
     nc_points bins, raw; /* the fit points */
@@ -423,9 +427,11 @@ typedef struct analysis {
 
 static void analysis_free(analysis *A)
 {
-    nc_big_free(A->binmem, 4 * NC_SHARDS * A->nbins * sizeof *A->binmem);
+    nc_big_free(A->binmem, 4 * A->binarrays * A->nbins * sizeof *A->binmem);
     free(A->pxy);
     free(A->slot);
+    if (A->bc)
+        free(A->bc->touched);
     free(A->bc);
     free(A->tokens);
     free(A->r.centre);
@@ -558,14 +564,20 @@ static int bins_setup(analysis *A, nc_layer_result *res, nc_err *err)
     bc->map = nc_binmap_make(res->stats.rms, xmax, spec->max_bins ? spec->max_bins
                                                                   : NC_DEFAULT_BINS);
     size_t nbins = A->nbins = nc_binmap_count(&bc->map);
-    /* written first, not calloc'd: a bin's first access is a read (+=), and
-     * a page first read maps the zero page, whose copy-on-write fault at the
-     * first write flushes the TLB of every thread (density.c); huge pages
-     * where the kernel has them (util/bigmem.h) */
-    if (!(A->binmem = nc_big_alloc(4 * NC_SHARDS * nbins * sizeof *A->binmem)))
+    /* one set of bins per shard; with raw points only the merged bins and
+     * one shard's at a time (bins_from_points), a small layer's run need not
+     * clear 16 sets. Written first, not calloc'd: a bin's first access is a
+     * read (+=), and a page first read maps the zero page, whose
+     * copy-on-write fault at the first write flushes the TLB of every thread
+     * (density.c); huge pages where the kernel has them (util/bigmem.h) */
+    A->binarrays = bc->binned ? NC_SHARDS : 2;
+    size_t nb = 4 * A->binarrays * nbins;
+    if (!(A->binmem = nc_big_alloc(nb * sizeof *A->binmem)) ||
+        (!bc->binned && !(bc->touched = malloc(nbins * sizeof *bc->touched))))
         return nc_err_set(err, NC_ENOMEM, "%s: out of memory for %zu bins", spec->name, nbins);
-    memset(A->binmem, 0, 4 * NC_SHARDS * nbins * sizeof *A->binmem);
+    memset(A->binmem, 0, nb * sizeof *A->binmem);
     if (!bc->binned) {
+        bc->shard_bins = A->binmem + 4 * nbins;
         A->pxy = malloc(3 * res->points * sizeof *A->pxy);
         A->slot = malloc(r->nt * sizeof *A->slot);
         if (!A->pxy || !A->slot)
@@ -584,12 +596,45 @@ static int bins_setup(analysis *A, nc_layer_result *res, nc_err *err)
     }
     for (int s = 0; s < NC_SHARDS; s++) {
         bins_acc *a = &bc->acc[s];
-        a->bin = A->binmem + (size_t)(4 * s) * nbins;
+        a->bin = bc->binned || s == 0 ? A->binmem + (size_t)(4 * s) * nbins : NULL;
         a->ymin = INFINITY;
         a->ymax = -INFINITY;
     }
     bc->jc = spec->norm == NC_LAYERNORM ? 1.0 - 1.0 / (double)d : 1.0;
     return 0;
+}
+
+/* With raw points, the bins the shards would have filled in the pass, from
+ * the points, merged into acc[0].bin as bins_merge would: shard by shard,
+ * the shard's points added in order into its own bins (shard_bins), then
+ * those added to the merged bins and cleared. The same additions in the
+ * same order, so the same bits; only the bins a shard touched are merged
+ * (the others hold +0, whose addition changes nothing: no sum of points
+ * starting from +0 is -0). */
+static void bins_from_points(bins_ctx *bc, size_t nt, size_t d)
+{
+    const run *r = bc->r;
+    double *all = bc->acc[0].bin, *sb = bc->shard_bins;
+    for (int s = 0; s < NC_SHARDS; s++) {
+        size_t ntouched = 0;
+        for (size_t t = nc_shard_begin(nt, s); t < nc_shard_begin(nt, s + 1); t++) {
+            if (r->status[t] != NC_TOKEN_OK)
+                continue;
+            const double *x = bc->px + bc->slot[t], *y = bc->py + bc->slot[t];
+            const double *J = bc->pj + bc->slot[t];
+            for (size_t i = 0; i < d; i++) {
+                size_t b = nc_bin_of(&bc->map, x[i]);
+                if (sb[4 * b] == 0)
+                    bc->touched[ntouched++] = (uint32_t)b;
+                V4(sb + 4 * b) += (v4d){1.0, x[i], y[i], J[i]};
+            }
+        }
+        for (size_t k = 0; k < ntouched; k++) {
+            double *p = sb + 4 * (size_t)bc->touched[k];
+            V4(all + 4 * (size_t)bc->touched[k]) += V4(p);
+            V4(p) = (v4d){0, 0, 0, 0};
+        }
+    }
 }
 
 /* Merges the shards' bins and sums into bc->acc[0], in shard order. */
@@ -610,7 +655,7 @@ static void bins_merge(bins_ctx *bc, size_t nbins)
                                                                                  : a->real_max;
         A->real_ymax = fmax(A->real_ymax, a->real_ymax);
         nc_sum_merge(&A->real_sq, &a->real_sq);
-        for (size_t b = 0; b < 4 * nbins; b++)
+        for (size_t b = 0; bc->binned && b < 4 * nbins; b++)
             A->bin[b] += a->bin[b];
     }
 }
@@ -677,6 +722,8 @@ static int stage_bins(analysis *A, nc_layer_result *res, nc_err *err)
         return rc;
     res->passes++;
     bins_merge(A->bc, A->nbins);
+    if (!A->bc->binned)
+        bins_from_points(A->bc, A->r.nt, A->r.d);
     const bins_acc *acc = &A->bc->acc[0];
     res->y_mean = nc_sum_get(&acc->sy) / (double)res->points;
     res->y_min = acc->ymin;

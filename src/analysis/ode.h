@@ -2,8 +2,8 @@
  * ode.h - an adaptive Dormand-Prince 5(4) integrator for one scalar ODE
  * y' = f(x, y).
  *
- * Used by the Jacobian comparison (jacobian.h) to check BRIEF.md's "The
- * gradient derivation": that sqrt(d) tanh(x / (rho sqrt d)) solves ODE-1 and
+ * Used by the Jacobian comparison (jacobian.h) to check the derivation of
+ * docs/theory.md: that sqrt(d) tanh(x / (rho sqrt d)) solves ODE-1 and
  * sqrt(d) x / sqrt(x^2 + d rho^2) solves ODE-2, by integrating both ODEs
  * numerically and comparing with the closed forms.
  *

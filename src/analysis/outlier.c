@@ -9,6 +9,7 @@
 
 #include "analysis/fit.h"
 #include "analysis/layer.h"
+#include "core/quantile.h"
 
 static void residuals(const nc_points *pts, const nc_surrogate *s, const nc_params *p,
                       nc_outlier_fit *f)
@@ -109,27 +110,12 @@ out:
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double u = *(const double *)a, v = *(const double *)b;
-    return (u > v) - (u < v);
-}
-
-/* np.percentile(v, q) with the default linear method; sorts v[n]. */
-static double percentile_sorted(const double *v, size_t n, double q)
-{
-    double h = (double)(n - 1) * q / 100.0;
-    size_t lo = (size_t)floor(h);
-    if (lo + 1 >= n)
-        return v[n - 1];
-    return v[lo] + (h - (double)lo) * (v[lo + 1] - v[lo]);
-}
-
+/* np.percentile(v, 50, 5, 95), min and max; sorts v[n]. */
 static nc_outlier_quantiles quantiles(double *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_double);
-    return (nc_outlier_quantiles){percentile_sorted(v, n, 50), percentile_sorted(v, n, 5),
-                                  percentile_sorted(v, n, 95), v[0], v[n - 1]};
+    nc_sort_doubles(v, n);
+    return (nc_outlier_quantiles){nc_quantile_sorted(v, n, 0.50), nc_quantile_sorted(v, n, 0.05),
+                                  nc_quantile_sorted(v, n, 0.95), v[0], v[n - 1]};
 }
 
 enum { Q_RATIO, Q_DYT, Q_DYISRU, Q_MEAN, Q_RATIO_M, Q_COUNT };

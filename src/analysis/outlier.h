@@ -1,7 +1,7 @@
 /*
  * outlier.h - the DyISRU paper's outlier-steps experiment.
  *
- * BRIEF.md, "Further facts": one token of d = 100 values from N(0, 2^2) has
+ * docs/outlier_steps.md, "Protocol": one token of d = 100 values from N(0, 2^2) has
  * its largest value pushed up by 5k for k = 1..9 (core/synth.h generates
  * these tokens); LayerNorm is applied; each token's outlier gives a point
  * (x, y), mirrored to (-x, -y). DyT and DyISRU, with their amplitude fixed

@@ -1,7 +1,7 @@
 /*
  * surrogate.h - the element-wise functions that stand in for a norm.
  *
- * docs/theory.md. One table entry per
+ * docs/report.md "layers[].fits" and docs/theory.md. One table entry per
  * fit: its report name, legend label, formula, parameter names, and
  * vectorised f(x) and f'(x). The fitter, the exact-metrics pass, the
  * Jacobian comparison, the sweeps, the figures and the report all iterate

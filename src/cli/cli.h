@@ -75,9 +75,6 @@ struct option; /* getopt.h */
 int cli_getopt(int argc, char **argv, const char *shorts, const struct option *longs,
                const char *cmd);
 
-/* The name among names[count] nearest to given[n] when it is a likely
- * typo of it (at most 2 edits), else NULL. */
-const char *cli_nearest(const char *given, size_t n, const char *const *names, size_t count);
 
 /* The command line, shell-quoted where needed (owned by the caller). */
 char *cli_command_line(int argc, char **argv);
@@ -143,8 +140,8 @@ int cli_write_dropin(const struct nc_plan *plan, struct nc_outset *set, char **n
  * run-level alpha by role. Nothing when no layer has drop-in parameters. */
 void cli_print_dropin(const struct nc_plan *plan);
 
-/* The real-output check's lines on stderr: detections (not when quiet)
- * and warnings (always). */
+/* The real-output check's lines on stderr, detections and warnings; none
+ * when quiet (--quiet leaves stderr to errors: the report keeps them). */
 void cli_print_checks(const struct nc_plan *plan, bool quiet);
 
 /* 2 with a message when strict and a layer's real output still disagrees

@@ -124,8 +124,8 @@ static int best_backprop(const nc_jac_result *j)
     return best;
 }
 
-/* The Jacobian table: one line per layer (BRIEF.md "The gradient
- * derivation"), its columns explained once above it. */
+/* The Jacobian table: one line per layer (docs/jacobian.md), its columns
+ * explained once above it. */
 static void print_jacobian_summary(const nc_plan *plan)
 {
     int w = name_width(plan);

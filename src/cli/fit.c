@@ -127,9 +127,9 @@ static const char fit_help[] =
     "\n"
     "  -t, --tensor PATTERN       tensor name or glob (repeatable; default: every '*.input'\n"
     "                             tensor of a safetensors file)\n"
-    "  -n, --norm NAME            layernorm or rmsnorm (default: the dump's __metadata__,\n"
-    "                             else layernorm; or detected from a real output that\n"
-    "                             disagrees)\n"
+    "  -n, --norm NAME            layernorm or rmsnorm, any case (LayerNorm, rms_norm)\n"
+    "                             (default: the dump's __metadata__, else layernorm; or\n"
+    "                             detected from a real output that disagrees)\n"
     "  -e, --eps E                norm eps, number >= 0 (default: the dump's __metadata__,\n"
     "                             else 1e-5 LayerNorm, 1e-6 RMSNorm; or detected)\n"
     "      --strict               exit 2 when a real output disagrees with the norm used\n"
@@ -163,7 +163,9 @@ static const char fit_help[] =
     "      --dense-tokens N       tokens whose d x d Jacobian is checked entry by entry (default:\n"
     "                             2^24/d^2, at least 1, at most 4096: 1 token at d = 4096)\n"
     DROPIN_HELP
-    "  -q, --quiet                no progress or messages on stderr\n"
+    "  -q, --quiet                nothing on stderr but errors: no progress, notes or\n"
+    "                             warnings (report.json keeps the real-output warnings;\n"
+    "                             --strict makes a disagreement an error)\n"
     "      --verbose              the full tables on stdout (default: a summary that fits\n"
     "                             the terminal: a line per layer and the run's verdict)\n"
     "      --json                 report.json on stdout instead of the summary\n"
@@ -185,7 +187,9 @@ static const char run_help[] =
     "                             i mod N = K-1; 'normcmp merge' combines the N folders\n"
     "      --strict               exit 2 when a real output disagrees with the norm used\n"
     DROPIN_HELP
-    "  -q, --quiet                no progress or messages on stderr\n"
+    "  -q, --quiet                nothing on stderr but errors: no progress, notes or\n"
+    "                             warnings (report.json keeps the real-output warnings;\n"
+    "                             --strict makes a disagreement an error)\n"
     "      --verbose              the full tables on stdout (default: a summary that fits\n"
     "                             the terminal: a line per layer and the run's verdict)\n"
     "      --json                 report.json on stdout instead of the summary\n"
@@ -284,6 +288,10 @@ static int parse_override(int c, const char *arg, overrides *ov, nc_err *err)
         ov->swap = arg;
         return 1;
     case OPT_OUT:
+        if (strcmp(arg, "-") == 0) /* not standard output: that would be a folder "-" */
+            return nc_err_set(err, NC_EINVAL, "--out: expected a folder, not '-' (the outputs "
+                              "are files in a folder, never standard output; ./- names a "
+                              "folder called -)");
         ov->out = arg;
         return 1;
     case OPT_QUIET:
@@ -351,7 +359,7 @@ static int apply_overrides(nc_config *cfg, const overrides *ov, nc_err *err)
     for (size_t k = 0; k < ov->nroles; k++) {
         const char *arg = ov->roles[k], *eq = strrchr(arg, '=');
         char *rx = strndup(arg, (size_t)(eq - arg));
-        int rc = rx ? nc_config_add_role(cfg, k, rx, eq + 1, "--role", err)
+        int rc = rx ? nc_config_dropin_add_role(&cfg->dropin, k, rx, eq + 1, "--role", err)
                     : nc_err_set(err, NC_ENOMEM, "out of memory");
         free(rx);
         if (rc)
@@ -562,7 +570,7 @@ static int input_option(int c, const char *arg, fit_args *a, nc_err *err)
         return OPT_DONE;
     case OPT_NORM:
         if (!nc_norm_parse(arg, &a->norm))
-            return cli_usage_error(a->cmd, "--norm: expected layernorm or rmsnorm, got '%s'",
+            return cli_usage_error(a->cmd, "--norm: expected " NC_NORM_NAMES ", got '%s'",
                                    arg);
         a->has_norm = true;
         return OPT_DONE;
@@ -846,7 +854,9 @@ static const char sweep_help[] =
     "\n"
     "  -o, --out DIR              output folder (default: the config's, or out/<name>)\n"
     "      --threads N            worker threads, 0..16\n"
-    "  -q, --quiet                no progress or messages on stderr\n"
+    "  -q, --quiet                nothing on stderr but errors: no progress, notes or\n"
+    "                             warnings (report.json keeps the real-output warnings;\n"
+    "                             --strict makes a disagreement an error)\n"
     "      --verbose              the full tables on stdout (default: a summary that fits\n"
     "                             the terminal: a line per layer and the run's verdict)\n"
     "      --json                 report.json on stdout instead of the summary\n"

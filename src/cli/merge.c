@@ -29,6 +29,8 @@
 #include "plot/figures.h"
 #include "report/dropin_out.h"
 #include "report/html.h"
+#include "report/jbuild.h"
+#include "report/run_block.h"
 #include "report/shard.h"
 #include "report/shardcheck.h"
 #include "util/outfile.h"
@@ -44,7 +46,7 @@ static const char merge_help[] =
     "run-level figures (alpha-std, tanh-family) and index.html. Refuses shards of\n"
     "different configs, and missing or repeated shards (exit 2).\n"
     "\n"
-    "  -q, --quiet                no messages on stderr\n"
+    "  -q, --quiet                nothing on stderr but errors: no notes or warnings\n"
     "  -h, --help                 this help\n";
 
 /* What merge reads from a shard folder (an untrusted folder: every file is
@@ -635,6 +637,7 @@ static int merged_root(const shard *s, size_t n, const char *out, const char *co
     return from ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory");
 }
 
+
 /* Writes everything into out through one output set. */
 static int write_merged(const shard *s, size_t n, const char *out, const char *command,
                         bool quiet, nc_err *err)
@@ -724,6 +727,9 @@ int cli_merge(int argc, char **argv)
     if (argc - optind < 2)
         return cli_usage_error("merge", "expected OUT and at least one SHARD_DIR");
     const char *out = argv[optind];
+    if (strcmp(out, "-") == 0) /* a folder named "-", not standard output */
+        return cli_usage_error("merge", "OUT: expected a folder, not '-' (the outputs are files "
+                               "in a folder, never standard output; ./- names a folder called -)");
     size_t n = (size_t)(argc - optind - 1);
     shard *s = calloc(n, sizeof *s);
     nc_err err = {0};

@@ -1,7 +1,7 @@
 /*
  * norm.c - `normcmp norm FILE --norm layernorm|rmsnorm -o OUT.npy`: writes
  * the normalized output of a tensor as float32, streamed token by token
- * (BRIEF.md "The objects"; with --affine, the weight and bias found beside
+ * (docs/theory.md "RMSNorm", "LayerNorm"; with --affine, the weight and bias found beside
  * it are applied). A token with a non-finite value, or of zero scale,
  * gives NaN outputs, as PyTorch does.
  */
@@ -61,7 +61,7 @@ static int parse_args(int argc, char **argv, norm_args *a, nc_err *err)
         case 't': a->tensor = optarg; break;
         case 'n':
             if (!nc_norm_parse(optarg, &a->kind))
-                return cli_usage_error("norm", "--norm: expected layernorm or rmsnorm, got '%s'",
+                return cli_usage_error("norm", "--norm: expected " NC_NORM_NAMES ", got '%s'",
                                        optarg);
             break;
         case 'e':
@@ -82,6 +82,9 @@ static int parse_args(int argc, char **argv, norm_args *a, nc_err *err)
         return cli_usage_error("norm", "expected one input FILE");
     if (!a->out)
         return cli_usage_error("norm", "expected -o OUT.npy");
+    if (strcmp(a->out, "-") == 0) /* a file named "-", not standard output */
+        return cli_usage_error("norm", "-o: expected a file name, not '-' (the output is a .npy "
+                               "file, never standard output; ./- names a file called -)");
     a->in = argv[optind];
     return -1;
 }

@@ -191,7 +191,7 @@ void cli_print_checks(const nc_plan *plan, bool quiet)
 {
     for (size_t k = 0; k < plan->nlayers; k++) {
         const nc_real_check *c = &plan->layers[k].check;
-        if (c->message[0] && (c->warn || !quiet))
+        if (c->message[0] && !quiet) /* --quiet: the warnings too (they are in the report) */
             fprintf(stderr, "normcmp: %s\n", c->message);
     }
 }

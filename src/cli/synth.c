@@ -184,7 +184,7 @@ static int parse_opt(int c, synth_opts *o, nc_err *err)
     case OPT_AFFINE: o->affine = true; break;
     case 'n':
         if (!nc_norm_parse(optarg, &o->norm))
-            return cli_usage_error("synth", "--norm: expected layernorm or rmsnorm, got '%s'",
+            return cli_usage_error("synth", "--norm: expected " NC_NORM_NAMES ", got '%s'",
                                    optarg);
         break;
     case 'e': rc = nc_parse_double(optarg, "--eps", 0, 1, &o->eps, err); break;

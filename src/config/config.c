@@ -8,12 +8,11 @@
  * eps), the top level of the file, its layers (with their synthetic data),
  * and reading the file.
  *
- * Left out: the walker's typed key readers (config_walk.c), the parsers of
- * amplitude rules and fit lists (values.c), the figure requests
- * (figspec.c) and the optional sections fits, amplitude, jacobian, sweep
- * and figures (config_sections.c); config_internal.h is what they share.
- * Calls run one way: config.c -> config_sections.c -> config_walk.c,
- * values.c, figspec.c.
+ * Left out: the walker and its typed key readers (config_walk.h), the
+ * parsers of amplitude rules and fit lists (values.h), the figure requests
+ * (figspec.h) and the optional sections fits, amplitude, jacobian, sweep
+ * and figures (config_sections.h). Calls run one way: config.c ->
+ * config_sections.c -> config_walk.c, values.c, figspec.c.
  */
 #include "config/config.h"
 
@@ -27,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config/config_internal.h"
+#include "config/config_walk.h"
 #include "io/jsondoc.h"
 
 
@@ -141,19 +140,20 @@ double nc_config_layer_eps(const nc_config *cfg, const nc_config_layer *layer)
 
 /* ------------------------------------------------ top level and layers */
 
-static int get_norm(walker *w, const cJSON *obj, const char *path, nc_norm_kind *norm,
+static int get_norm(nc_config_walker *w, const cJSON *obj, const char *path, nc_norm_kind *norm,
                     bool *present)
 {
     char *s = NULL;
     int rc = nc_config_get_string(w, obj, "norm", path, &s);
     if (rc || !s)
         return rc;
-    char p[PATH_MAX_LEN];
+    char p[NC_CONFIG_PATH_MAX];
     nc_config_child_path(p, path, "norm");
     bool ok = nc_norm_parse(s, norm);
     free(s);
     if (!ok)
-        return bad(w, p, "\"layernorm\" or \"rmsnorm\"");
+        return nc_config_bad(w, p, "\"layernorm\" or \"rmsnorm\" (any case, e.g. \"LayerNorm\", "
+                                     "\"rms_norm\")");
     if (present)
         *present = true;
     return 0;
@@ -161,10 +161,10 @@ static int get_norm(walker *w, const cJSON *obj, const char *path, nc_norm_kind 
 
 /* "rng" and "draws": outlier-steps only (the presets' tensors are defined
  * by core/rng.h's streams). */
-static int parse_synth_steps(walker *w, const cJSON *obj, const char *path, bool steps,
+static int parse_synth_steps(nc_config_walker *w, const cJSON *obj, const char *path, bool steps,
                              nc_config_layer *l)
 {
-    char p[PATH_MAX_LEN];
+    char p[NC_CONFIG_PATH_MAX];
     char *rng = NULL;
     int rc = nc_config_get_string(w, obj, "rng", path, &rng);
     if (rc)
@@ -172,11 +172,11 @@ static int parse_synth_steps(walker *w, const cJSON *obj, const char *path, bool
     l->synth_rng = NC_SYNTH_RNG_NORMCMP;
     nc_config_child_path(p, path, "rng");
     if (rng && !steps)
-        rc = bad(w, p, "\"rng\" only with the \"outlier-steps\" preset");
+        rc = nc_config_bad(w, p, "\"rng\" only with the \"outlier-steps\" preset");
     else if (rng && !nc_synth_rng_parse(rng, &l->synth_rng))
-        rc = bad(w, p, "\"normcmp\" or \"numpy\"");
+        rc = nc_config_bad(w, p, "\"normcmp\" or \"numpy\"");
     else if (rng && l->synth_rng == NC_SYNTH_RNG_NUMPY && l->synth_params.seed > 4294967295u)
-        rc = bad(w, p, "a seed below 2^32 with \"numpy\" (np.random.seed's range)");
+        rc = nc_config_bad(w, p, "a seed below 2^32 with \"numpy\" (np.random.seed's range)");
     free(rng);
     if (rc)
         return rc;
@@ -185,14 +185,14 @@ static int parse_synth_steps(walker *w, const cJSON *obj, const char *path, bool
         return rc;
     nc_config_child_path(p, path, "draws");
     if (u > 0 && !steps)
-        return bad(w, p, "\"draws\" only with the \"outlier-steps\" preset");
+        return nc_config_bad(w, p, "\"draws\" only with the \"outlier-steps\" preset");
     if (u > 0 && l->synth_rng == NC_SYNTH_RNG_NUMPY && l->synth_params.seed + u - 1 > 4294967295u)
-        return bad(w, p, "seed + draws - 1 below 2^32 with \"numpy\"");
+        return nc_config_bad(w, p, "seed + draws - 1 below 2^32 with \"numpy\"");
     l->synth_draws = (size_t)u;
     return 0;
 }
 
-static int parse_synth(walker *w, const cJSON *obj, const char *path, nc_config *cfg,
+static int parse_synth(nc_config_walker *w, const cJSON *obj, const char *path, nc_config *cfg,
                        nc_config_layer *l)
 {
     static const char *const keys[] = {"preset", "tokens", "dim", "seed", "scale_median",
@@ -200,16 +200,17 @@ static int parse_synth(walker *w, const cJSON *obj, const char *path, nc_config 
                                        "outlier_spread", "nu", "offset_std", "affine", "rng",
                                        "draws", NULL};
     if (!cJSON_IsObject(obj))
-        return bad(w, path, "an object");
+        return nc_config_bad(w, path, "an object");
     int rc = nc_config_check_keys(w, obj, path, keys);
     if (rc)
         return rc;
     if ((rc = nc_config_get_string(w, obj, "preset", path, &l->synth_preset)))
         return rc;
-    char p[PATH_MAX_LEN];
+    char p[NC_CONFIG_PATH_MAX];
     nc_config_child_path(p, path, "preset");
     if (!l->synth_preset)
-        return bad(w, p, "a preset: \"early\", \"middle\", \"late\" or \"outlier-steps\"");
+        return nc_config_bad(w, p,
+                             "a preset: \"early\", \"middle\", \"late\" or \"outlier-steps\"");
     nc_synth_params *sp = &l->synth_params;
     memset(sp, 0, sizeof *sp);
     l->synth = true;
@@ -228,14 +229,15 @@ static int parse_synth(walker *w, const cJSON *obj, const char *path, nc_config 
         return rc;
     if ((double)sp->N * (double)sp->d > 1e9) {
         nc_config_child_path(p, path, "tokens");
-        return bad(w, p, "tokens * dim <= 1e9");
+        return nc_config_bad(w, p, "tokens * dim <= 1e9");
     }
     if (steps) {
         l->outlier_steps = true;
     } else {
         nc_err e2 = {0};
         if (nc_synth_preset(l->synth_preset, sp, &e2) != 0)
-            return bad(w, p, "a preset: \"early\", \"middle\", \"late\" or \"outlier-steps\"");
+            return nc_config_bad(w, p,
+                                 "a preset: \"early\", \"middle\", \"late\" or \"outlier-steps\"");
     }
     bool dummy;
     if ((rc = nc_config_get_number(w, obj, "scale_median", path, 1e-6, 1e6, &sp->scale_median,
@@ -252,7 +254,8 @@ static int parse_synth(walker *w, const cJSON *obj, const char *path, nc_config 
         return rc;
     if (!steps && !(sp->nu > 2)) { /* the bulk is scaled to unit variance: needs nu > 2 */
         nc_config_child_path(p, path, "nu");
-        return bad(w, p, "a number > 2 (Student-t degrees of freedom with a finite variance)");
+        return nc_config_bad(w, p,
+                             "a number > 2 (Student-t degrees of freedom with a finite variance)");
     }
     u = sp->outliers;
     if ((rc = nc_config_get_uint(w, obj, "outliers", path, 0, 1e6, &u)))
@@ -260,22 +263,22 @@ static int parse_synth(walker *w, const cJSON *obj, const char *path, nc_config 
     sp->outliers = (size_t)u;
     if (sp->outliers > sp->d) {
         nc_config_child_path(p, path, "outliers");
-        return bad(w, p, "at most dim outlier channels");
+        return nc_config_bad(w, p, "at most dim outlier channels");
     }
     if ((rc = parse_synth_steps(w, obj, path, steps, l)))
         return rc;
     return nc_config_get_bool(w, obj, "affine", path, &l->synth_affine);
 }
 
-static int parse_layer(walker *w, const cJSON *obj, int idx, nc_config *cfg)
+static int parse_layer(nc_config_walker *w, const cJSON *obj, int idx, nc_config *cfg)
 {
     static const char *const keys[] = {"file", "synth", "tensor", "label", "norm", "eps",
                                        "output", "weight", "bias", "grad_output", "experiment",
                                        "token_block", "group", NULL};
-    char path[PATH_MAX_LEN], p[PATH_MAX_LEN];
+    char path[NC_CONFIG_PATH_MAX], p[NC_CONFIG_PATH_MAX];
     snprintf(path, sizeof path, "layers[%d]", idx);
     if (!cJSON_IsObject(obj))
-        return bad(w, path, "an object");
+        return nc_config_bad(w, path, "an object");
     int rc = nc_config_check_keys(w, obj, path, keys);
     if (rc)
         return rc;
@@ -295,25 +298,27 @@ static int parse_layer(walker *w, const cJSON *obj, int idx, nc_config *cfg)
     if (synth) {
         nc_config_child_path(p, path, "synth");
         if (l->file)
-            return bad(w, p, "either \"file\" or \"synth\", not both");
+            return nc_config_bad(w, p, "either \"file\" or \"synth\", not both");
         if ((rc = parse_synth(w, synth, p, cfg, l)))
             return rc;
     } else if (!l->file) {
-        return bad(w, path, "a \"file\" or a \"synth\" entry");
+        return nc_config_bad(w, path, "a \"file\" or a \"synth\" entry");
     }
     const cJSON *tensor = cJSON_GetObjectItemCaseSensitive(obj, "tensor");
     if (tensor) {
         nc_config_child_path(p, path, "tensor");
         const char *what = "a tensor name or pattern, or an array of them";
-        size_t n = cJSON_IsString(tensor) ? 1 : cJSON_IsArray(tensor) ? (size_t)cJSON_GetArraySize(tensor) : 0;
+        size_t n = cJSON_IsString(tensor)  ? 1
+                   : cJSON_IsArray(tensor) ? (size_t)cJSON_GetArraySize(tensor)
+                                           : 0;
         if (n == 0)
-            return bad(w, p, what);
+            return nc_config_bad(w, p, what);
         if (!(l->tensors = calloc(n, sizeof *l->tensors)))
             return nc_err_set(w->err, NC_ENOMEM, "out of memory");
         const cJSON *v = cJSON_IsString(tensor) ? tensor : tensor->child;
         for (size_t k = 0; k < n; k++, v = v->next) {
             if (!cJSON_IsString(v) || !v->valuestring[0])
-                return bad(w, p, what);
+                return nc_config_bad(w, p, what);
             if (!(l->tensors[k] = strdup(v->valuestring)))
                 return nc_err_set(w->err, NC_ENOMEM, "out of memory");
             l->ntensors = k + 1;
@@ -338,7 +343,8 @@ static int parse_layer(walker *w, const cJSON *obj, int idx, nc_config *cfg)
             if (l->synth) {
                 free(s);
                 nc_config_child_path(p, path, nc_comp_name(c));
-                return bad(w, p, "no companion file for a synthetic layer (use synth.affine)");
+                return nc_config_bad(w, p,
+                                     "no companion file for a synthetic layer (use synth.affine)");
             }
             rc = nc_config_resolve(w, s, &l->comp[c]);
             free(s);
@@ -354,14 +360,14 @@ static int parse_layer(walker *w, const cJSON *obj, int idx, nc_config *cfg)
         free(exp);
         if (!ok) {
             nc_config_child_path(p, path, "experiment");
-            return bad(w, p, "\"outlier-steps\"");
+            return nc_config_bad(w, p, "\"outlier-steps\"");
         }
         l->outlier_steps = true;
     }
     return 0;
 }
 
-static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
+static int parse_root(nc_config_walker *w, const cJSON *root, nc_config *cfg)
 {
     static const char *const keys[] = {"name", "output", "norm", "eps", "fits", "amplitude",
                                        "bins", "max_exact_points", "sample_tokens", "seed",
@@ -391,26 +397,27 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
     /* the default output folder is out/<name>: one folder, never elsewhere */
     if (cfg->name && (strchr(cfg->name, '/') || strcmp(cfg->name, ".") == 0 ||
                       strcmp(cfg->name, "..") == 0))
-        return bad(w, "name", "a name without '/' (not '.' or '..'); the output folder is "
-                              "out/<name>, or set \"output\"");
+        return nc_config_bad(w, "name",
+                             "a name without '/' (not '.' or '..'); the output folder is "
+                             "out/<name>, or set \"output\"");
     const cJSON *v;
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "fits")) &&
-        (rc = nc_config_parse_fits(w, v, cfg)))
+        (rc = nc_config_parse_fits(w, v, cfg->fit)))
         return rc;
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "amplitude")) &&
-        (rc = nc_config_parse_amplitude(w, v, cfg)))
+        (rc = nc_config_parse_amplitude(w, v, &cfg->amp_dyt, &cfg->amp_dyisru, &cfg->amp_derf)))
         return rc;
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "jacobian")) &&
-        (rc = nc_config_parse_jacobian(w, v, cfg)))
+        (rc = nc_config_parse_jacobian(w, v, &cfg->jacobian)))
         return rc;
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "sweep")) &&
-        (rc = nc_config_parse_sweep(w, v, cfg)))
+        (rc = nc_config_parse_sweep(w, v, &cfg->sweep)))
         return rc;
-    if ((rc = nc_config_parse_dropin(w, root, cfg)))
+    if ((rc = nc_config_parse_dropin(w, root, &cfg->dropin)))
         return rc;
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "figures"))) {
         if (!cJSON_IsArray(v))
-            return bad(w, "figures", "an array of figures");
+            return nc_config_bad(w, "figures", "an array of figures");
         int k = 0;
         for (const cJSON *f = v->child; f; f = f->next, k++) {
             nc_fig_spec *spec;
@@ -457,7 +464,7 @@ static int parse_root(walker *w, const cJSON *root, nc_config *cfg)
         return nc_err_set(w->err, NC_EINVAL, "%s: layers: missing (expected an array of layers)",
                           w->file);
     if (!cJSON_IsArray(layers) || cJSON_GetArraySize(layers) == 0)
-        return bad(w, "layers", "a non-empty array of layers");
+        return nc_config_bad(w, "layers", "a non-empty array of layers");
     int k = 0;
     for (const cJSON *l = layers->child; l; l = l->next, k++)
         if ((rc = parse_layer(w, l, k, cfg)))
@@ -469,7 +476,7 @@ int nc_config_parse(const char *text, size_t len, const char *path, nc_config **
                     nc_err *err)
 {
     *out = NULL;
-    walker w = {.file = path, .err = err};
+    nc_config_walker w = {.file = path, .err = err};
     const char *slash = strrchr(path, '/');
     if (slash)
         snprintf(w.dir, sizeof w.dir, "%.*s", (int)(slash - path), path);

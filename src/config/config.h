@@ -22,10 +22,12 @@
 #include "analysis/roles.h"
 #include "core/norm.h"
 #include "core/synth.h"
+#include "config/config_sections.h"
 #include "config/figspec.h"
+#include "config/values.h"
 #include "util/err.h"
 
-/* Companion tensors of a layer (DESIGN.md "layer"). */
+/* Companion tensors of a layer (README "Companions"). */
 enum { NC_COMP_OUTPUT, NC_COMP_WEIGHT, NC_COMP_BIAS, NC_COMP_GRAD, NC_COMP_COUNT };
 
 /* "output", "weight", "bias", "grad_output". */
@@ -72,51 +74,18 @@ typedef struct nc_config {
      * (0-based, plan order) with i % shard_count == shard_index - 1 are
      * analysed; shard_count 0: every layer. Not a config file key. */
     size_t shard_index, shard_count;
-    struct {
-        bool enabled;         /* the diagonal-Jacobian comparison per layer (default on) */
-        size_t probes;        /* random probes per token (0: default) */
-        size_t dense_tokens;  /* tokens materialised as d x d (0: default) */
-        bool has_seed;
-        uint64_t seed;        /* probe seed (default: the config's seed) */
-    } jacobian;
-    struct nc_config_sweep {
-        bool enabled;         /* a sweep section was given */
-        double *alpha;        /* DyT's alpha grid (owned), or NULL */
-        size_t nalpha;
-        bool alpha_auto;      /* a log grid around the layer's theory value */
-        double *C;            /* DyISRU's C grid (owned), or NULL */
-        size_t nC;
-        bool C_auto;
-        size_t auto_steps;    /* points of an "auto" grid (default 200) */
-        nc_amp gamma;         /* the fixed amplitude of DyT's fixed series (default 1) */
-        double beta;          /* its fixed offset (default 0) */
-        nc_amp scale;         /* DyISRU's fixed scale (default auto) */
-        char **layers;        /* patterns (owned); none: every layer */
-        size_t nlayers;
-        bool figure, csv;     /* write a figure and a CSV per layer and parameter (default yes) */
-        unsigned formats;     /* figure formats (0: PNG) */
-    } sweep;
+    nc_config_jacobian jacobian; /* config_sections.h */
+    nc_config_sweep sweep;
     char *swap;               /* the swap test's results file ("swap", --swap; NULL: looked
                                * for beside the dump and in the output folder: plan/swap.h) */
-    struct nc_config_dropin {
-        bool enabled;         /* drop-in parameters per layer (docs/dropin.md; default on) */
-        nc_alpha0_opt alpha0; /* an override of the DyT paper's alpha0 (n = 0: none) */
-        size_t nroles;        /* role patterns, first match wins: the flags', then the
-                               * config's "roles" */
-        char **role_regex, **role_name; /* [nroles] owned */
-        const char **role_origin;       /* [nroles] "--role" or "config roles" (static) */
-    } dropin;
+    nc_config_dropin dropin;  /* config_sections.h (docs/dropin.md) */
     nc_fig_spec *figures;     /* figures to render into the output folder */
     size_t nfigures;
     nc_config_layer *layers;
     size_t nlayers;
 } nc_config;
 
-/* Inserts the role pattern regex -> role (copied) at position `at` (at most
- * cfg->dropin.nroles) of the list; origin is a static string ("--role",
- * "config roles"). The pattern is not checked here (nc_roles_compile). */
-int nc_config_add_role(nc_config *cfg, size_t at, const char *regex, const char *role,
-                       const char *origin, nc_err *err);
+
 
 /* Appends an empty figure spec and returns it (owned by cfg). */
 int nc_config_add_figure(nc_config *cfg, nc_fig_spec **spec, nc_err *err);
@@ -144,13 +113,5 @@ void nc_config_free(nc_config *cfg);
 /* The effective eps of a layer: its own, the config's, or the norm's default. */
 double nc_config_layer_eps(const nc_config *cfg, const nc_config_layer *layer);
 nc_norm_kind nc_config_layer_norm(const nc_config *cfg, const nc_config_layer *layer);
-
-/* Parses an amplitude rule given as text ("free", "sqrt(d)", "sqrt(d-1)",
- * "auto" or a positive number). */
-bool nc_amp_parse(const char *s, nc_amp *amp);
-
-/* Parses a comma-separated list of fit names into fit[] (all false first);
- * flag ("--fits", "--curves") names the option in messages. */
-int nc_fits_parse(const char *flag, const char *list, bool fit[NC_FIT_COUNT], nc_err *err);
 
 #endif

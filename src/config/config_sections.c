@@ -1,14 +1,14 @@
 /*
  * config_sections.c - the optional top-level sections of a config
- * (config_internal.h; the README's "Config files"): "fits", "amplitude",
+ * (config_sections.h; the README's "Config files"): "fits", "amplitude",
  * "jacobian", "sweep" (with its grids and fixed amplitudes) and each entry
- * of "figures", validated into nc_config as strictly as the rest.
+ * of "figures", validated as strictly as the rest.
  *
  * Left out: the top level, the layers and their synthetic data, and the
  * config object itself (config.c); the typed key readers (config_walk.c),
  * the value parsers (values.c, figspec.c).
  */
-#include "config/config_internal.h"
+#include "config/config_sections.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -16,32 +16,35 @@
 #include <string.h>
 
 #include "analysis/sweep.h"
+#include "config/config_walk.h"
+#include "config/values.h"
 
-int nc_config_parse_amplitude(walker *w, const cJSON *obj, nc_config *cfg)
+int nc_config_parse_amplitude(nc_config_walker *w, const cJSON *obj, nc_amp *dyt,
+                              nc_amp *dyisru, nc_amp *derf)
 {
     static const char *const keys[] = {"dyt", "dyisru", "derf", NULL};
     if (!cJSON_IsObject(obj))
-        return bad(w, "amplitude", "an object with keys dyt, dyisru, derf");
+        return nc_config_bad(w, "amplitude", "an object with keys dyt, dyisru, derf");
     int rc = nc_config_check_keys(w, obj, "amplitude", keys);
     if (rc)
         return rc;
-    nc_amp *dst[3] = {&cfg->amp_dyt, &cfg->amp_dyisru, &cfg->amp_derf};
+    nc_amp *dst[3] = {dyt, dyisru, derf};
     for (int k = 0; k < 3; k++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, keys[k]);
         if (!v)
             continue;
-        char p[PATH_MAX_LEN];
+        char p[NC_CONFIG_PATH_MAX];
         nc_config_child_path(p, "amplitude", keys[k]);
         const char *what = "\"free\", \"sqrt(d)\", \"sqrt(d-1)\", \"auto\" or a number > 0";
         if (cJSON_IsNumber(v)) {
             if (!(v->valuedouble > 0) || !isfinite(v->valuedouble))
-                return bad(w, p, what);
+                return nc_config_bad(w, p, what);
             *dst[k] = (nc_amp){NC_AMP_VALUE, v->valuedouble};
         } else if (!cJSON_IsString(v) || !nc_amp_parse(v->valuestring, dst[k])) {
-            return bad(w, p, what);
+            return nc_config_bad(w, p, what);
         }
         if (k == 1 && dst[k]->rule == NC_AMP_FREE)
-            return bad(w, p, "a fixed amplitude (the free-scale DyISRU is the fit "
+            return nc_config_bad(w, p, "a fixed amplitude (the free-scale DyISRU is the fit "
                              "\"dyisru_free\")");
     }
     return 0;
@@ -49,26 +52,26 @@ int nc_config_parse_amplitude(walker *w, const cJSON *obj, nc_config *cfg)
 
 /* A list of fit names at path into out[] (which the caller zeroes); drawn:
  * curves of a figure, which cannot show the per-channel DyT. */
-static int fit_list(walker *w, const cJSON *arr, const char *path, bool drawn,
+static int fit_list(nc_config_walker *w, const cJSON *arr, const char *path, bool drawn,
                     bool out[NC_FIT_COUNT])
 {
     if (!cJSON_IsArray(arr))
-        return bad(w, path, "an array of fit names");
+        return nc_config_bad(w, path, "an array of fit names");
     int k = 0;
     for (const cJSON *v = arr->child; v; v = v->next, k++) {
         const nc_surrogate *s = cJSON_IsString(v) ? nc_surrogate_find(v->valuestring) : NULL;
         if (!s) {
-            char p[PATH_MAX_LEN], names[256], what[300];
+            char p[NC_CONFIG_PATH_MAX], names[256], what[300];
             snprintf(p, sizeof p, "%s[%d]", path, k);
             nc_config_fit_names(names, sizeof names);
             snprintf(what, sizeof what, "one of: %s", names);
-            return bad(w, p, what);
+            return nc_config_bad(w, p, what);
         }
         if (drawn && s->id == NC_FIT_DYT_PER_CHANNEL) {
             /* figures draw one curve per fit; this fit is a curve per channel */
-            char p[PATH_MAX_LEN];
+            char p[NC_CONFIG_PATH_MAX];
             snprintf(p, sizeof p, "%s[%d]", path, k);
-            return bad(w, p, "a fit drawn as one curve (dyt_per_channel has a gamma_i, "
+            return nc_config_bad(w, p, "a fit drawn as one curve (dyt_per_channel has a gamma_i, "
                              "beta_i per channel: it is in the report, not in figures)");
         }
         out[s->id] = true;
@@ -78,7 +81,7 @@ static int fit_list(walker *w, const cJSON *arr, const char *path, bool drawn,
 
 /* "png", "pdf", "svg" or a list of them at path, as NC_FIGFMT_* bits into
  * *formats. */
-static int format_list(walker *w, const cJSON *v, const char *path, unsigned *formats)
+static int format_list(nc_config_walker *w, const cJSON *v, const char *path, unsigned *formats)
 {
     char **fm = NULL;
     size_t nf = 0;
@@ -86,7 +89,7 @@ static int format_list(walker *w, const cJSON *v, const char *path, unsigned *fo
     for (size_t k = 0; k < nf && !rc; k++) {
         unsigned bits;
         if (!nc_fig_formats_parse(fm[k], &bits))
-            rc = bad(w, path, "\"png\", \"pdf\" or \"svg\" (or a list of them)");
+            rc = nc_config_bad(w, path, "\"png\", \"pdf\" or \"svg\" (or a list of them)");
         else
             *formats |= bits;
     }
@@ -96,70 +99,70 @@ static int format_list(walker *w, const cJSON *v, const char *path, unsigned *fo
     return rc;
 }
 
-int nc_config_parse_fits(walker *w, const cJSON *arr, nc_config *cfg)
+int nc_config_parse_fits(nc_config_walker *w, const cJSON *arr, bool fit[NC_FIT_COUNT])
 {
-    bool fit[NC_FIT_COUNT] = {false};
-    int rc = fit_list(w, arr, "fits", false, fit);
+    bool f[NC_FIT_COUNT] = {false};
+    int rc = fit_list(w, arr, "fits", false, f);
     if (!rc)
-        memcpy(cfg->fit, fit, sizeof fit);
+        memcpy(fit, f, sizeof f);
     return rc;
 }
 
-int nc_config_parse_jacobian(walker *w, const cJSON *obj, nc_config *cfg)
+int nc_config_parse_jacobian(nc_config_walker *w, const cJSON *obj, nc_config_jacobian *j)
 {
     static const char *const keys[] = {"enabled", "probes", "dense_tokens", "seed", NULL};
     if (!cJSON_IsObject(obj))
-        return bad(w, "jacobian", "an object");
+        return nc_config_bad(w, "jacobian", "an object");
     int rc = nc_config_check_keys(w, obj, "jacobian", keys);
     uint64_t u;
-    if (rc || (rc = nc_config_get_bool(w, obj, "enabled", "jacobian", &cfg->jacobian.enabled)))
+    if (rc || (rc = nc_config_get_bool(w, obj, "enabled", "jacobian", &j->enabled)))
         return rc;
-    u = cfg->jacobian.probes;
+    u = j->probes;
     if ((rc = nc_config_get_uint(w, obj, "probes", "jacobian", 1, 1024, &u)))
         return rc;
-    cfg->jacobian.probes = (size_t)u;
-    u = cfg->jacobian.dense_tokens;
+    j->probes = (size_t)u;
+    u = j->dense_tokens;
     if ((rc = nc_config_get_uint(w, obj, "dense_tokens", "jacobian", 1, 1e9, &u)))
         return rc;
-    cfg->jacobian.dense_tokens = (size_t)u;
+    j->dense_tokens = (size_t)u;
     if (cJSON_GetObjectItemCaseSensitive(obj, "seed")) {
         if ((rc = nc_config_get_uint(w, obj, "seed", "jacobian", 0, 9007199254740992.0,
-                                     &cfg->jacobian.seed)))
+                                     &j->seed)))
             return rc;
-        cfg->jacobian.has_seed = true;
+        j->has_seed = true;
     }
     return 0;
 }
 
 /* A given width or height at the figure's dpi must make an allowed number
  * of pixels (plot/figure.c refuses others, but only after the analysis). */
-static int check_pixels(walker *w, const char *path, const nc_fig_spec *f)
+static int check_pixels(nc_config_walker *w, const char *path, const nc_fig_spec *f)
 {
     const double side[2] = {f->width_in, f->height_in};
     const char *key[2] = {"width", "height"};
     for (int k = 0; k < 2; k++) {
         double px, unused;
         if (side[k] > 0 && !nc_fig_pixels_ok(side[k], side[k], f->dpi, &px, &unused)) {
-            char p[PATH_MAX_LEN], what[160];
+            char p[NC_CONFIG_PATH_MAX], what[160];
             nc_config_child_path(p, path, key[k]);
             snprintf(what, sizeof what, "%d to %d pixels at dpi %g (got %g in = %.0f pixels)",
                      NC_FIG_MIN_SIDE_PX, NC_FIG_MAX_SIDE_PX,
                      f->dpi > 0 ? f->dpi : NC_FIG_DEFAULT_DPI, side[k], px);
-            return bad(w, p, what);
+            return nc_config_bad(w, p, what);
         }
     }
     return 0;
 }
 
-int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_fig_spec *f)
+int nc_config_parse_figure(nc_config_walker *w, const cJSON *obj, int idx, nc_fig_spec *f)
 {
     static const char *const keys[] = {"type", "layers", "format", "width", "height", "dpi",
                                        "curves", "tokens", "channels", "alphas", "cols", "legend",
                                        "name", NULL};
-    char path[PATH_MAX_LEN], p[PATH_MAX_LEN];
+    char path[NC_CONFIG_PATH_MAX], p[NC_CONFIG_PATH_MAX];
     snprintf(path, sizeof path, "figures[%d]", idx);
     if (!cJSON_IsObject(obj))
-        return bad(w, path, "an object");
+        return nc_config_bad(w, path, "an object");
     int rc = nc_config_check_keys(w, obj, path, keys);
     if (rc)
         return rc;
@@ -172,7 +175,7 @@ int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_fig_spec *f)
     bool ok = type && nc_fig_kind_parse(type, &f->kind);
     free(type);
     if (!ok)
-        return bad(w, p, kinds);
+        return nc_config_bad(w, p, kinds);
     const cJSON *v;
     if ((v = cJSON_GetObjectItemCaseSensitive(obj, "layers"))) {
         nc_config_child_path(p, path, "layers");
@@ -210,10 +213,10 @@ int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_fig_spec *f)
         nc_config_child_path(p, path, "alphas");
         if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < 1 ||
             cJSON_GetArraySize(v) > NC_FIG_MAX_ALPHAS)
-            return bad(w, p, "an array of 1 to 8 positive numbers");
+            return nc_config_bad(w, p, "an array of 1 to 8 positive numbers");
         for (const cJSON *e = v->child; e; e = e->next) {
             if (!cJSON_IsNumber(e) || !(e->valuedouble > 0) || !isfinite(e->valuedouble))
-                return bad(w, p, "an array of 1 to 8 positive numbers");
+                return nc_config_bad(w, p, "an array of 1 to 8 positive numbers");
             f->alphas[f->nalphas++] = e->valuedouble;
         }
     }
@@ -225,19 +228,21 @@ int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_fig_spec *f)
         free(legend);
         if (!known) {
             nc_config_child_path(p, path, "legend");
-            return bad(w, p, "a legend position (auto, none, outside, upper left, upper right, lower "
-                             "left, lower right, right, center left, center right, lower "
-                             "center, upper center, center)");
+            return nc_config_bad(
+                w, p,
+                "a legend position (auto, none, outside, upper left, upper right, lower "
+                "left, lower right, right, center left, center right, lower "
+                "center, upper center, center)");
         }
     }
     if ((rc = nc_config_get_string(w, obj, "name", path, &f->name)))
         return rc;
     if (f->name) {
         for (const char *c = f->name; *c; c++)
-            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-                  *c == '_' || *c == '-' || *c == '.')) {
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                  (*c >= '0' && *c <= '9') || *c == '_' || *c == '-' || *c == '.')) {
                 nc_config_child_path(p, path, "name");
-                return bad(w, p, "a file name stem of letters, digits, '.', '_' and '-'");
+                return nc_config_bad(w, p, "a file name stem of letters, digits, '.', '_' and '-'");
             }
     }
     return 0;
@@ -245,8 +250,8 @@ int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_fig_spec *f)
 
 /* A sweep grid: a list of positive numbers, "auto", or
  * {"from": a, "to": b, "steps": n, "scale": "log" | "linear"}. */
-static int parse_grid(walker *w, const cJSON *v, const char *path, double **grid, size_t *n,
-                      bool *is_auto)
+static int parse_grid(nc_config_walker *w, const cJSON *v, const char *path, double **grid,
+                      size_t *n, bool *is_auto)
 {
     const char *what = "a list of positive numbers, \"auto\", or {\"from\", \"to\", "
                        "\"steps\", \"scale\"}";
@@ -257,22 +262,22 @@ static int parse_grid(walker *w, const cJSON *v, const char *path, double **grid
     if (cJSON_IsArray(v)) {
         size_t m = (size_t)cJSON_GetArraySize(v);
         if (m == 0 || m > 100000)
-            return bad(w, path, "a list of 1 to 100000 positive numbers");
+            return nc_config_bad(w, path, "a list of 1 to 100000 positive numbers");
         if (!(*grid = malloc(m * sizeof **grid)))
             return nc_err_set(w->err, NC_ENOMEM, "out of memory");
         size_t k = 0;
         for (const cJSON *e = v->child; e; e = e->next, k++) {
             if (!cJSON_IsNumber(e) || !(e->valuedouble > 0) || !isfinite(e->valuedouble))
-                return bad(w, path, "a list of positive numbers");
+                return nc_config_bad(w, path, "a list of positive numbers");
             if (k && !(e->valuedouble > (*grid)[k - 1]))
-                return bad(w, path, "a list of positive numbers in ascending order");
+                return nc_config_bad(w, path, "a list of positive numbers in ascending order");
             (*grid)[k] = e->valuedouble;
         }
         *n = m;
         return 0;
     }
     if (!cJSON_IsObject(v))
-        return bad(w, path, what);
+        return nc_config_bad(w, path, what);
     static const char *const keys[] = {"from", "to", "steps", "scale", NULL};
     int rc = nc_config_check_keys(w, v, path, keys);
     if (rc)
@@ -284,14 +289,14 @@ static int parse_grid(walker *w, const cJSON *v, const char *path, double **grid
         (rc = nc_config_get_number(w, v, "to", path, 1e-300, 1e300, &to, &has_to)) ||
         (rc = nc_config_get_uint(w, v, "steps", path, 2, 100000, &steps)))
         return rc;
-    char p[PATH_MAX_LEN];
+    char p[NC_CONFIG_PATH_MAX];
     if (!has_from || !has_to) {
         nc_config_child_path(p, path, has_from ? "to" : "from");
-        return bad(w, p, "a positive number");
+        return nc_config_bad(w, p, "a positive number");
     }
     if (!(to > from)) {
         nc_config_child_path(p, path, "to");
-        return bad(w, p, "a number greater than \"from\"");
+        return nc_config_bad(w, p, "a number greater than \"from\"");
     }
     char *scale = NULL;
     if ((rc = nc_config_get_string(w, v, "scale", path, &scale)))
@@ -301,7 +306,7 @@ static int parse_grid(walker *w, const cJSON *v, const char *path, double **grid
     free(scale);
     if (!known) {
         nc_config_child_path(p, path, "scale");
-        return bad(w, p, "\"log\" or \"linear\"");
+        return nc_config_bad(w, p, "\"log\" or \"linear\"");
     }
     if (!(*grid = malloc(steps * sizeof **grid)))
         return nc_err_set(w->err, NC_ENOMEM, "out of memory");
@@ -310,13 +315,13 @@ static int parse_grid(walker *w, const cJSON *v, const char *path, double **grid
     return 0;
 }
 
-static int parse_amp_value(walker *w, const cJSON *obj, const char *key, const char *path,
+static int parse_amp_value(nc_config_walker *w, const cJSON *obj, const char *key, const char *path,
                            bool allow_free, nc_amp *amp)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v)
         return 0;
-    char p[PATH_MAX_LEN];
+    char p[NC_CONFIG_PATH_MAX];
     nc_config_child_path(p, path, key);
     const char *what = "\"sqrt(d)\", \"sqrt(d-1)\", \"auto\" or a number > 0";
     if (cJSON_IsNumber(v) && v->valuedouble > 0 && isfinite(v->valuedouble)) {
@@ -325,17 +330,16 @@ static int parse_amp_value(walker *w, const cJSON *obj, const char *key, const c
     }
     if (!cJSON_IsString(v) || !nc_amp_parse(v->valuestring, amp) ||
         (!allow_free && amp->rule == NC_AMP_FREE))
-        return bad(w, p, what);
+        return nc_config_bad(w, p, what);
     return 0;
 }
 
-int nc_config_parse_sweep(walker *w, const cJSON *obj, nc_config *cfg)
+int nc_config_parse_sweep(nc_config_walker *w, const cJSON *obj, nc_config_sweep *sw)
 {
     static const char *const keys[] = {"alpha", "C", "steps", "gamma", "beta", "scale",
                                        "layers", "figure", "csv", "format", NULL};
-    struct nc_config_sweep *sw = &cfg->sweep;
     if (!cJSON_IsObject(obj))
-        return bad(w, "sweep", "an object");
+        return nc_config_bad(w, "sweep", "an object");
     int rc = nc_config_check_keys(w, obj, "sweep", keys);
     if (rc)
         return rc;
@@ -348,7 +352,7 @@ int nc_config_parse_sweep(walker *w, const cJSON *obj, nc_config *cfg)
         (rc = parse_grid(w, v, "sweep.C", &sw->C, &sw->nC, &sw->C_auto)))
         return rc;
     if (!sw->nalpha && !sw->alpha_auto && !sw->nC && !sw->C_auto)
-        return bad(w, "sweep", "an \"alpha\" or \"C\" grid");
+        return nc_config_bad(w, "sweep", "an \"alpha\" or \"C\" grid");
     uint64_t u = sw->auto_steps;
     if ((rc = nc_config_get_uint(w, obj, "steps", "sweep", 2, 100000, &u)))
         return rc;
@@ -368,7 +372,7 @@ int nc_config_parse_sweep(walker *w, const cJSON *obj, nc_config *cfg)
 }
 
 /* "alpha0": a number, or [attention-input norm, other norms]. */
-static int parse_alpha0(walker *w, const cJSON *v, nc_config *cfg)
+static int parse_alpha0(nc_config_walker *w, const cJSON *v, nc_config_dropin *D)
 {
     const char *what = "a number in [1e-06, 1e+06], or [attention-input norm, other norms] "
                        "(two such numbers)";
@@ -380,19 +384,18 @@ static int parse_alpha0(walker *w, const cJSON *v, nc_config *cfg)
         for (const cJSON *e = v->child; e; e = e->next)
             a[n++] = cJSON_IsNumber(e) ? e->valuedouble : NAN;
     } else {
-        return bad(w, "alpha0", what);
+        return nc_config_bad(w, "alpha0", what);
     }
     for (int k = 0; k < n; k++)
         if (!(a[k] >= 1e-6 && a[k] <= 1e6))
-            return bad(w, "alpha0", what);
-    cfg->dropin.alpha0 = (nc_alpha0_opt){n, a[0], n == 2 ? a[1] : a[0], "config alpha0"};
+            return nc_config_bad(w, "alpha0", what);
+    D->alpha0 = (nc_alpha0_opt){n, a[0], n == 2 ? a[1] : a[0], "config alpha0"};
     return 0;
 }
 
-int nc_config_add_role(nc_config *cfg, size_t at, const char *regex, const char *role,
-                       const char *origin, nc_err *err)
+int nc_config_dropin_add_role(nc_config_dropin *D, size_t at, const char *regex,
+                              const char *role, const char *origin, nc_err *err)
 {
-    struct nc_config_dropin *D = &cfg->dropin;
     size_t n = D->nroles + 1;
     char **rx = realloc(D->role_regex, n * sizeof *rx);
     if (rx)
@@ -420,37 +423,37 @@ int nc_config_add_role(nc_config *cfg, size_t at, const char *regex, const char 
 }
 
 /* "roles": {"REGEX": "NAME", ...}, appended in order. */
-static int parse_roles(walker *w, const cJSON *v, nc_config *cfg)
+static int parse_roles(nc_config_walker *w, const cJSON *v, nc_config_dropin *D)
 {
     if (!cJSON_IsObject(v))
-        return bad(w, "roles", "an object {\"REGEX\": \"role name\", ...}");
+        return nc_config_bad(w, "roles", "an object {\"REGEX\": \"role name\", ...}");
     for (const cJSON *e = v->child; e; e = e->next) {
-        char p[PATH_MAX_LEN], why[160];
+        char p[NC_CONFIG_PATH_MAX], why[160];
         snprintf(p, sizeof p, "roles[\"%s\"]", e->string);
         if (!nc_role_regex_ok(e->string, why, sizeof why)) {
             char what[240];
             snprintf(what, sizeof what, "a usable POSIX extended regular expression as the "
                      "key (%s)", why);
-            return bad(w, p, what);
+            return nc_config_bad(w, p, what);
         }
         if (!cJSON_IsString(e) || !nc_role_name_ok(e->valuestring))
-            return bad(w, p, "a role name: 1 to 47 letters, digits, '_', '.' or '-' "
+            return nc_config_bad(w, p, "a role name: 1 to 47 letters, digits, '_', '.' or '-' "
                              "(attn_norm, mlp_norm, final_norm, ...)");
-        int rc = nc_config_add_role(cfg, cfg->dropin.nroles, e->string, e->valuestring,
-                                    "config roles", w->err);
+        int rc = nc_config_dropin_add_role(D, D->nroles, e->string, e->valuestring,
+                                           "config roles", w->err);
         if (rc)
             return rc;
     }
     return 0;
 }
 
-int nc_config_parse_dropin(walker *w, const cJSON *root, nc_config *cfg)
+int nc_config_parse_dropin(nc_config_walker *w, const cJSON *root, nc_config_dropin *D)
 {
-    int rc = nc_config_get_bool(w, root, "dropin", "", &cfg->dropin.enabled);
+    int rc = nc_config_get_bool(w, root, "dropin", "", &D->enabled);
     const cJSON *v;
     if (!rc && (v = cJSON_GetObjectItemCaseSensitive(root, "alpha0")))
-        rc = parse_alpha0(w, v, cfg);
+        rc = parse_alpha0(w, v, D);
     if (!rc && (v = cJSON_GetObjectItemCaseSensitive(root, "roles")))
-        rc = parse_roles(w, v, cfg);
+        rc = parse_roles(w, v, D);
     return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * config_walk.c - the config walker's helpers (config_internal.h): each
+ * config_walk.c - the config walker's helpers (config_walk.h): each
  * reads one key of a cJSON object, checks its type and range, and on
  * failure names the file and the key path ("<file>: layers[2].eps:
  * expected a number in [0, 1]"); plus the key-set check of an object and
@@ -8,8 +8,9 @@
  * Left out: what the keys mean and which are allowed where (config.c,
  * config_sections.c), and JSON parsing itself (cJSON).
  */
-#include "config/config_internal.h"
+#include "config/config_walk.h"
 
+#include "util/nearest.h"
 #include "util/utf8.h"
 
 #include <math.h>
@@ -17,36 +18,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* parent.key, cut at PATH_MAX_LEN (only ever used in messages). */
+int nc_config_bad(nc_config_walker *w, const char *path, const char *expected)
+{
+    return nc_err_set(w->err, NC_EINVAL, "%s: %s: expected %s", w->file, path, expected);
+}
+
+/* parent.key, cut at NC_CONFIG_PATH_MAX (only ever used in messages). */
 void nc_config_child_path(char *out, const char *parent, const char *key)
 {
     size_t n = strlen(parent);
-    if (n >= PATH_MAX_LEN)
-        n = PATH_MAX_LEN - 1;
+    if (n >= NC_CONFIG_PATH_MAX)
+        n = NC_CONFIG_PATH_MAX - 1;
     memcpy(out, parent, n);
-    if (n && n + 1 < PATH_MAX_LEN)
+    if (n && n + 1 < NC_CONFIG_PATH_MAX)
         out[n++] = '.';
     size_t k = strlen(key);
-    if (k > PATH_MAX_LEN - 1 - n)
-        k = PATH_MAX_LEN - 1 - n;
+    if (k > NC_CONFIG_PATH_MAX - 1 - n)
+        k = NC_CONFIG_PATH_MAX - 1 - n;
     memcpy(out + n, key, k);
     out[n + k] = '\0';
 }
 
 /* Every key of obj must be in allowed (NULL-terminated), once. */
-int nc_config_check_keys(walker *w, const cJSON *obj, const char *path,
+int nc_config_check_keys(nc_config_walker *w, const cJSON *obj, const char *path,
                          const char *const *allowed)
 {
     for (const cJSON *c = obj->child; c; c = c->next) {
         bool known = false;
         for (const char *const *a = allowed; *a; a++)
             known = known || strcmp(c->string, *a) == 0;
-        char p[PATH_MAX_LEN];
+        char p[NC_CONFIG_PATH_MAX];
         nc_config_child_path(p, path, c->string[0] ? c->string : "\"\"");
         if (!known) {
             char list[512];
-            size_t used = 0;
+            size_t used = 0, count = 0;
             list[0] = '\0';
+            while (allowed[count])
+                count++;
             for (const char *const *a = allowed; *a && used < sizeof list; a++) {
                 int n = snprintf(list + used, sizeof list - used, "%s%s",
                                  a == allowed ? "" : ", ", *a);
@@ -54,8 +62,12 @@ int nc_config_check_keys(walker *w, const cJSON *obj, const char *path,
                     break;
                 used += (size_t)n;
             }
-            return nc_err_set(w->err, NC_EINVAL, "%s: %s: unknown key (expected one of: %s)",
-                              w->file, p, list);
+            /* the same did-you-mean as for options (util/nearest.h) */
+            const char *near = nc_nearest(c->string, strlen(c->string), allowed, count);
+            return nc_err_set(w->err, NC_EINVAL,
+                              "%s: %s: unknown key (%s%s%sexpected one of: %s)", w->file, p,
+                              near ? "did you mean " : "", near ? near : "", near ? "? " : "",
+                              list);
         }
         for (const cJSON *d = c->next; d; d = d->next)
             if (strcmp(c->string, d->string) == 0)
@@ -64,31 +76,31 @@ int nc_config_check_keys(walker *w, const cJSON *obj, const char *path,
     return 0;
 }
 
-int nc_config_get_string(walker *w, const cJSON *obj, const char *key, const char *path,
+int nc_config_get_string(nc_config_walker *w, const cJSON *obj, const char *key, const char *path,
                          char **out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v)
         return 0;
-    char p[PATH_MAX_LEN];
+    char p[NC_CONFIG_PATH_MAX];
     nc_config_child_path(p, path, key);
     if (!cJSON_IsString(v) || !v->valuestring)
-        return bad(w, p, "a string");
+        return nc_config_bad(w, p, "a string");
     if (!v->valuestring[0])
-        return bad(w, p, "a non-empty string");
+        return nc_config_bad(w, p, "a non-empty string");
     free(*out);
     if (!(*out = strdup(v->valuestring)))
         return nc_err_set(w->err, NC_ENOMEM, "out of memory");
     return 0;
 }
 
-int nc_config_get_number(walker *w, const cJSON *obj, const char *key, const char *path,
+int nc_config_get_number(nc_config_walker *w, const cJSON *obj, const char *key, const char *path,
                          double lo, double hi, double *out, bool *present)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v)
         return 0;
-    char p[PATH_MAX_LEN], what[96];
+    char p[NC_CONFIG_PATH_MAX], what[96];
     nc_config_child_path(p, path, key);
     if (isinf(hi))
         snprintf(what, sizeof what, "a number >= %g", lo);
@@ -96,45 +108,45 @@ int nc_config_get_number(walker *w, const cJSON *obj, const char *key, const cha
         snprintf(what, sizeof what, "a number in [%g, %g]", lo, hi);
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo ||
         v->valuedouble > hi)
-        return bad(w, p, what);
+        return nc_config_bad(w, p, what);
     *out = v->valuedouble;
     if (present)
         *present = true;
     return 0;
 }
 
-int nc_config_get_uint(walker *w, const cJSON *obj, const char *key, const char *path,
+int nc_config_get_uint(nc_config_walker *w, const cJSON *obj, const char *key, const char *path,
                        double lo, double hi, uint64_t *out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v)
         return 0;
-    char p[PATH_MAX_LEN], what[96];
+    char p[NC_CONFIG_PATH_MAX], what[96];
     nc_config_child_path(p, path, key);
     snprintf(what, sizeof what, "a whole number in [%.0f, %.0f]", lo, hi);
     if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
         v->valuedouble != floor(v->valuedouble))
-        return bad(w, p, what);
+        return nc_config_bad(w, p, what);
     *out = (uint64_t)v->valuedouble;
     return 0;
 }
 
-int nc_config_get_bool(walker *w, const cJSON *obj, const char *key, const char *path,
+int nc_config_get_bool(nc_config_walker *w, const cJSON *obj, const char *key, const char *path,
                        bool *out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v)
         return 0;
-    char p[PATH_MAX_LEN];
+    char p[NC_CONFIG_PATH_MAX];
     nc_config_child_path(p, path, key);
     if (!cJSON_IsBool(v))
-        return bad(w, p, "true or false");
+        return nc_config_bad(w, p, "true or false");
     *out = cJSON_IsTrue(v);
     return 0;
 }
 
 /* An input path: absolute, or relative to the config's folder. */
-int nc_config_resolve(walker *w, const char *p, char **out)
+int nc_config_resolve(nc_config_walker *w, const char *p, char **out)
 {
     free(*out);
     *out = NULL;
@@ -151,18 +163,19 @@ int nc_config_resolve(walker *w, const char *p, char **out)
 }
 
 /* An array of strings into (owned) *out / *n; what names the elements. */
-int nc_config_get_strings(walker *w, const cJSON *v, const char *path, char ***out, size_t *n)
+int nc_config_get_strings(nc_config_walker *w, const cJSON *v, const char *path, char ***out,
+                          size_t *n)
 {
     const char *what = "a string or an array of strings";
     size_t m = cJSON_IsString(v) ? 1 : cJSON_IsArray(v) ? (size_t)cJSON_GetArraySize(v) : 0;
     if (m == 0)
-        return bad(w, path, what);
+        return nc_config_bad(w, path, what);
     if (!(*out = calloc(m, sizeof **out)))
         return nc_err_set(w->err, NC_ENOMEM, "out of memory");
     const cJSON *e = cJSON_IsString(v) ? v : v->child;
     for (size_t k = 0; k < m; k++, e = e->next) {
         if (!cJSON_IsString(e) || !e->valuestring[0])
-            return bad(w, path, what);
+            return nc_config_bad(w, path, what);
         if (!((*out)[k] = strdup(e->valuestring)))
             return nc_err_set(w->err, NC_ENOMEM, "out of memory");
         *n = k + 1;
@@ -170,7 +183,7 @@ int nc_config_get_strings(walker *w, const cJSON *v, const char *path, char ***o
     return 0;
 }
 
-int nc_config_check_utf8(walker *w, const cJSON *v, const char *path)
+int nc_config_check_utf8(nc_config_walker *w, const cJSON *v, const char *path)
 {
     size_t bad;
     if (cJSON_IsString(v) && v->valuestring &&
@@ -180,7 +193,7 @@ int nc_config_check_utf8(walker *w, const cJSON *v, const char *path)
                           (unsigned char)v->valuestring[bad], bad);
     int k = 0;
     for (const cJSON *c = v->child; c; c = c->next, k++) {
-        char p[PATH_MAX_LEN];
+        char p[NC_CONFIG_PATH_MAX];
         if (cJSON_IsObject(v)) {
             const char *key = c->string ? c->string : "";
             if (!nc_utf8_valid(key, strlen(key), &bad))

@@ -1,16 +1,16 @@
 /*
- * values.c - the parsers of config.h shared by config files and command-line
- * flags: amplitude rules ("free", "sqrt(d)", ..., or a number) and lists of
- * fit names; and the list of fit names for messages (config_internal.h).
+ * values.c - the parsers shared by config files and command-line flags
+ * (values.h): amplitude rules ("free", "sqrt(d)", ..., or a number) and
+ * lists of fit names; and the list of fit names for messages.
  */
+#include "config/values.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
-#include "config/config_internal.h"
 
 bool nc_amp_parse(const char *s, nc_amp *amp)
 {

@@ -15,11 +15,23 @@ const char *nc_norm_name(nc_norm_kind kind)
 
 bool nc_norm_parse(const char *s, nc_norm_kind *kind)
 {
-    if (strcmp(s, "layernorm") == 0 || strcmp(s, "ln") == 0) {
+    /* the letters alone, lower case: "LayerNorm", "layer_norm", "RMS-Norm" */
+    char k[16];
+    size_t n = 0;
+    for (; *s; s++) {
+        char c = *s;
+        if (c == '_' || c == '-' || c == ' ')
+            continue;
+        if (n + 1 >= sizeof k)
+            return false;
+        k[n++] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+    }
+    k[n] = '\0';
+    if (strcmp(k, "layernorm") == 0 || strcmp(k, "ln") == 0) {
         *kind = NC_LAYERNORM;
         return true;
     }
-    if (strcmp(s, "rmsnorm") == 0 || strcmp(s, "rms") == 0) {
+    if (strcmp(k, "rmsnorm") == 0 || strcmp(k, "rms") == 0) {
         *kind = NC_RMSNORM;
         return true;
     }

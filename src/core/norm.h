@@ -1,7 +1,7 @@
 /*
  * norm.h - the exact references: LayerNorm and RMSNorm, per token.
  *
- * BRIEF.md, "The objects". For a token x of length d:
+ * docs/theory.md, "RMSNorm" and "LayerNorm". For a token x of length d:
  *   LayerNorm: mu = mean(x), s = sqrt(var(x) + eps) (biased variance),
  *              y = (x - mu) / s
  *   RMSNorm:   r = sqrt(mean(x^2) + eps), y = x / r
@@ -10,7 +10,7 @@
  * Every later pass needs only two numbers per token, so a norm is described
  * by its per-token centre c (mu for LayerNorm, 0 for RMSNorm) and scale
  * (s or r): y = (x - c) * (1 / scale). The output is recomputed from x
- * wherever it is needed and never stored (DESIGN.md, "Three nouns").
+ * wherever it is needed and never stored (README "How it computes").
  *
  * Statistics are two-pass per token in double (mean, then the sum of squared
  * deviations), never E[x^2] - E[x]^2 (STYLE.md section 6).
@@ -30,8 +30,13 @@ typedef enum nc_norm_kind { NC_LAYERNORM, NC_RMSNORM } nc_norm_kind;
 /* "layernorm" / "rmsnorm". */
 const char *nc_norm_name(nc_norm_kind kind);
 
-/* Parses "layernorm"/"rmsnorm" (also "ln"/"rms"); false if neither. */
+/* Parses a norm's name: "layernorm" or "rmsnorm" (also "ln", "rms"), in
+ * any case and with any '_', '-' or ' ' (PyTorch's "LayerNorm" and
+ * "RMSNorm", "layer_norm", "rms_norm"); false if neither. */
 bool nc_norm_parse(const char *s, nc_norm_kind *kind);
+
+/* What nc_norm_parse accepts, for messages. */
+#define NC_NORM_NAMES "layernorm or rmsnorm (any case, e.g. LayerNorm, rms_norm)"
 
 /* Why a token is left out of every pass (counted and reported). */
 typedef enum nc_token_status {

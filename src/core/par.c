@@ -88,8 +88,16 @@ int nc_pass_run(const nc_pass *pass, nc_block_fn fn, void *ctx, nc_err *err)
     int nthreads = pass->threads > 0 ? pass->threads : nc_default_threads();
     if (nthreads > NC_SHARDS)
         nthreads = NC_SHARDS;
-    size_t d = x->d ? x->d : 1;
+    size_t d = x->d ? x->d : 1, n = pass->tokens ? pass->ntokens : x->N;
+    /* no more threads than the work is worth (par.h) */
+    size_t useful = n / NC_PASS_POINTS_PER_THREAD * d + (n % NC_PASS_POINTS_PER_THREAD) * d /
+                                                            NC_PASS_POINTS_PER_THREAD + 1;
+    if ((size_t)nthreads > useful)
+        nthreads = (int)useful;
+    /* a block is at most a shard: no buffer beyond what a shard can fill */
     size_t block_rows = NC_BLOCK_BYTES / (d * sizeof(double));
+    if (block_rows > n / NC_SHARDS + 1)
+        block_rows = n / NC_SHARDS + 1;
     if (block_rows < 1)
         block_rows = 1;
 

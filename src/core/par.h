@@ -27,6 +27,13 @@
  * accumulators). */
 #define NC_BLOCK_BYTES (256 * 1024)
 
+/* Threads start lazily: a pass uses one thread per this many points (N d)
+ * at most, so a small layer's passes run on the calling thread alone and
+ * never pay for starting, scheduling and joining workers (on a busy
+ * machine a started thread can wait milliseconds for a core). Results do
+ * not depend on it (the shards do not change). */
+#define NC_PASS_POINTS_PER_THREAD ((size_t)1 << 16)
+
 /* The work on tokens [t0, t0 + nt) of shard `shard`. rows[nt * d] holds them
  * as doubles (x for token t0 + k at rows + k * d). codes[nt * d], when the
  * pass asked for them and the tensor is F16 or BF16, holds the same values
@@ -42,7 +49,8 @@ typedef struct nc_pass {
     const nc_tensor *x;    /* the float tensor streamed, [N, d] */
     const size_t *tokens;  /* optional: the subset of token indices to visit, ascending */
     size_t ntokens;        /* length of tokens (ignored when tokens is NULL) */
-    int threads;           /* 1 .. NC_SHARDS; 0 means the online CPUs */
+    int threads;           /* 1 .. NC_SHARDS; 0 means the online CPUs (fewer for
+                            * a small pass: NC_PASS_POINTS_PER_THREAD) */
     size_t scratch_bytes;  /* per-thread scratch handed to fn (0: none) */
     bool codes;            /* hand fn the rows' 16-bit codes too (F16, BF16 tensors) */
     nc_progress *progress; /* optional: advanced by the points of each block */

@@ -1,8 +1,8 @@
 /*
  * synth.h - synthetic activations whose LayerNorm input-output scatter goes
- * from a straight line to a tanh-like S-curve (BRIEF.md, "The observations
- * to reproduce", 1-3), and the DyISRU paper's outlier-steps token set
- * (BRIEF.md, "Further facts").
+ * from a straight line to a tanh-like S-curve (the DyT paper's observations
+ * that docs/figures.md reproduces), and the DyISRU paper's outlier-steps
+ * token set (docs/outlier_steps.md).
  *
  * The model. N tokens of d channels, float32, row-major: token t, channel i
  * at x[t * d + i]. For token t
@@ -27,8 +27,9 @@
  * a token with outliers of size o (in units of its scale) has LayerNorm
  * scale s ~ scale * sqrt(1 + k o^2 / d), so its outlier points land near
  * y = o / sqrt(1 + k o^2 / d), which saturates at sqrt(d / k) as o grows
- * (BRIEF.md's single-outlier exactness), while its other points lie on a
- * flatter line and ordinary tokens keep a steep one (observations 2 and 3).
+ * (a single moving entry makes the norm exactly an ISRU: docs/theory.md),
+ * while its other points lie on a flatter line and ordinary tokens keep a
+ * steep one (the paper's observations of docs/figures.md).
  * Identical outliers in every token would give every token the same s,
  * hence a straight scatter; spread in the bulk scale, heavy tails and
  * offsets thicken the cloud into a fan of lines rather than bend it. So the

@@ -3,7 +3,7 @@
  *
  * A tensor is a C-order, little-endian array of rank >= 1. The last axis is
  * the channel axis (d); the leading axes are flattened into N tokens
- * (BRIEF.md, "The objects"). A rank-1 tensor is one token. A view never owns
+ * (docs/theory.md). A rank-1 tensor is one token. A view never owns
  * its bytes: they belong to whatever mapped or generated them (a dump, the
  * synthetic generator), and the view is valid until that owner is closed.
  *

@@ -1,6 +1,6 @@
 /*
  * vmath.h - double-precision exp, tanh and erf written so that GCC
- * vectorizes loops that call them (BRIEF.md: DyT's tanh(alpha * x), Derf's
+ * vectorizes loops that call them (DyT's tanh(alpha * x), Derf's
  * erf(alpha * x + s)), and the derivatives the fitter needs.
  *
  * libm's exp/tanh/erf are scalar calls: a loop calling them cannot be
@@ -413,8 +413,10 @@ NC_VM_INLINE double nc_erf_small(double x)
  * run whose arguments are all inside a function's first region (|z| <
  * 0.625 for tanh, < 0.84375 for erf: most of a layer, where DyT's alpha x
  * is small but for a few outlier channels) takes the cheap branch alone,
- * any other run the full function. The same bits either way. A NaN or an
- * infinity sends its run down the full path. */
+ * any other run the full function; a tanh run whose arguments are all
+ * beyond 20 (the large alphas of a fit's scan, over sorted bins) is +-1
+ * alone. The same bits either way. A NaN or an infinity sends its run
+ * down the full path. */
 #define NC_VM_RUN 64
 
 /* t[k] = nc_tanh(alpha * x[k]) for k < n (t may not overlap x). */
@@ -424,15 +426,21 @@ NC_VM_INLINE void nc_tanh_run(double alpha, const double *x, size_t n, double *t
         const size_t m = n - k0 < NC_VM_RUN ? n - k0 : NC_VM_RUN;
         const double *xs = x + k0;
         double *ts = t + k0;
-        uint64_t out = 0;
-        for (size_t k = 0; k < m; k++)
-            out |= ~nc_vm_lt(fabs(alpha * xs[k]), 0.625);
-        if (out)
-            for (size_t k = 0; k < m; k++)
-                ts[k] = nc_tanh(alpha * xs[k]);
-        else
+        uint64_t out = 0, unsat = 0;
+        for (size_t k = 0; k < m; k++) {
+            double a = fabs(alpha * xs[k]);
+            out |= ~nc_vm_lt(a, 0.625);
+            unsat |= ~(nc_vm_lt(20.0, a) & nc_vm_not_nan(a)); /* nc_tanh's is_big */
+        }
+        if (!out)
             for (size_t k = 0; k < m; k++)
                 ts[k] = nc_tanh_small(alpha * xs[k]);
+        else if (!unsat)
+            for (size_t k = 0; k < m; k++)
+                ts[k] = nc_vm_signed_like(1.0, alpha * xs[k]);
+        else
+            for (size_t k = 0; k < m; k++)
+                ts[k] = nc_tanh(alpha * xs[k]);
     }
 }
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -142,6 +143,56 @@ static bool looks_like_json(const unsigned char *m, size_t len)
 
 static int open_file(const char *path, bool shards_ok, nc_dump **out, nc_err *err);
 
+/* The extension of path's last component (after its last '.'), or "". */
+static const char *extension(const char *path)
+{
+    const char *base = strrchr(path, '/'), *dot = strrchr(base ? base : path, '.');
+    return dot ? dot + 1 : "";
+}
+
+/* Not a .npy, safetensors or index file: an error that says what the file
+ * is when its name or first bytes tell (a model or its weights, a CSV
+ * table) and how to get activations from it (NC_EFORMAT). */
+static int not_a_dump(const char *path, const unsigned char *m, size_t len, nc_err *err)
+{
+    const char *ext = extension(path);
+    bool zip = len >= 4 && memcmp(m, "PK\003\004", 4) == 0;          /* torch.save */
+    bool pickle = len >= 2 && m[0] == 0x80 && m[1] >= 2 && m[1] <= 5; /* older torch.save */
+    const char *kind = NULL;
+    if (strcasecmp(ext, "npz") == 0)
+        return nc_err_set(err, NC_EFORMAT,
+                          "%s: a NumPy archive (.npz), not a dump: save its arrays as .npy, "
+                          "python3 -c \"import numpy as np; [np.save(k + '.npy', v) for k, v in "
+                          "np.load('%s').items()]\", then normcmp fit NAME.npy", path, path);
+    if (strcasecmp(ext, "ptl") == 0)
+        kind = "a TorchScript model (.ptl)";
+    else if (strcasecmp(ext, "bin") == 0)
+        kind = "model weights (.bin: a PyTorch or llama2.c checkpoint)";
+    else if (strcasecmp(ext, "pt") == 0 || strcasecmp(ext, "pth") == 0 ||
+             strcasecmp(ext, "ckpt") == 0)
+        kind = "a PyTorch model or checkpoint (.pt, .pth, .ckpt)";
+    else if ((zip || pickle) && strcasecmp(ext, "npy") != 0 && strcasecmp(ext, "safetensors") != 0)
+        kind = "a PyTorch model or checkpoint (a zip archive or a pickle, as torch.save writes)";
+    if (kind)
+        return nc_err_set(err, NC_EFORMAT,
+                          "%s: %s, not activations: dump its norm layers' activations first: "
+                          "python3 scripts/dump_activations.py --checkpoint %s --inputs "
+                          "FILE.py:MAKE -o out/acts.safetensors (or --input-shape D0,D1,... for "
+                          "random inputs; weights alone also need --model FILE.py:BUILD; "
+                          "installed as normcmp-dump; docs/dumping.md), then normcmp fit "
+                          "out/acts.safetensors", path, kind, path);
+    if (strcasecmp(ext, "csv") == 0 || strcasecmp(ext, "tsv") == 0)
+        return nc_err_set(err, NC_EFORMAT,
+                          "%s: a text table (.%s), not a dump: save the activations (a row per "
+                          "token, a column per channel) as .npy, python3 -c \"import numpy as np; "
+                          "np.save('x.npy', np.loadtxt('%s', delimiter='%s', ndmin=2, "
+                          "dtype=np.float32))\", then normcmp fit x.npy", path, ext, path,
+                          strcasecmp(ext, "tsv") == 0 ? "\\t" : ",");
+    return nc_err_set(err, NC_EFORMAT,
+                      "%s: unknown format: expected a .npy file (magic \\x93NUMPY) or a "
+                      "safetensors file (8-byte header length, then '{')", path);
+}
+
 int nc_dump_open(const char *path, nc_dump **out, nc_err *err)
 {
     *out = NULL;
@@ -232,9 +283,7 @@ static int open_file(const char *path, bool shards_ok, nc_dump **out, nc_err *er
         nc_dump_close(dump);
         return open_shards(path, out, err);
     } else {
-        rc = nc_err_set(err, NC_EFORMAT,
-                        "%s: unknown format: expected a .npy file (magic \\x93NUMPY) or a "
-                        "safetensors file (8-byte header length, then '{')", path);
+        rc = not_a_dump(path, dump->map, dump->len, err);
     }
 out:
     if (fd >= 0)
@@ -653,8 +702,26 @@ static void *hasher_main(void *arg)
     return NULL;
 }
 
+/* The bytes of the files behind dumps[0..n), saturating. */
+static size_t file_bytes(nc_dump *const *dumps, size_t n)
+{
+    size_t total = 0;
+    for (size_t k = 0; k < n; k++) {
+        const nc_dump *d = dumps[k];
+        size_t b = 0;
+        if (d->kind == KIND_SHARDS)
+            b = file_bytes(d->parts, d->nparts);
+        else if (d->kind != KIND_MEMORY)
+            b = d->len;
+        total = total + b < total ? SIZE_MAX : total + b;
+    }
+    return total;
+}
+
 nc_dump_hasher *nc_dump_hasher_start(nc_dump *const *dumps, size_t n)
 {
+    if (file_bytes(dumps, n) < NC_DUMP_HASH_THREAD_BYTES)
+        return NULL; /* hashed from the mapping when asked, sooner than a thread starts */
     nc_dump_hasher *h = calloc(1, sizeof *h);
     if (!h || !(h->buf = malloc(HASH_BUF))) {
         free(h);

@@ -93,9 +93,16 @@ void nc_dump_sha256(nc_dump *dump, char hex[65]);
  * (in memory) are skipped. */
 typedef struct nc_dump_hasher nc_dump_hasher;
 
+/* Below this many bytes of files in all, no hasher starts: nc_dump_sha256
+ * hashes them from the mapping when the report asks (1 MB: under a
+ * millisecond with SHA-NI, less than starting a thread and its 4 MB
+ * buffer costs a small run). */
+#define NC_DUMP_HASH_THREAD_BYTES ((size_t)1 << 20)
+
 /* Starts hashing dumps[0..n) (borrowed: they must outlive the hasher).
- * Returns NULL (and hashes nothing in the background) when out of memory
- * or when the thread cannot be started: nc_dump_sha256 still works. */
+ * Returns NULL (and hashes nothing in the background) when the files hold
+ * fewer than NC_DUMP_HASH_THREAD_BYTES, when out of memory or when the
+ * thread cannot be started: nc_dump_sha256 still works. */
 nc_dump_hasher *nc_dump_hasher_start(nc_dump *const *dumps, size_t n);
 
 /* Stops the hasher (it finishes the file it is reading at most 4 MB

@@ -22,6 +22,28 @@ static void line_col(const char *text, size_t at, int *line, int *col)
     }
 }
 
+/* The offset of the first comment (// or slash-star) outside the strings of
+ * text[0..len), or len if there is none (strings found by their quotes,
+ * honouring backslash escapes). */
+static size_t first_comment(const char *text, size_t len)
+{
+    bool in_string = false;
+    for (size_t k = 0; k < len; k++) {
+        char c = text[k];
+        if (in_string) {
+            if (c == '\\')
+                k++;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '/' && k + 1 < len && (text[k + 1] == '/' || text[k + 1] == '*')) {
+            return k;
+        }
+    }
+    return len;
+}
+
 cJSON *nc_json_parse_doc(const char *text, size_t len, const char *path, int code,
                          const char *hint, nc_err *err)
 {
@@ -55,6 +77,13 @@ cJSON *nc_json_parse_doc(const char *text, size_t len, const char *path, int cod
     }
     if (!root) {
         size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
+        size_t c = first_comment(text, len);
+        if (c < len && c <= at) { /* what stopped the parser is (after) a comment */
+            line_col(text, c, &line, &col);
+            nc_err_set(err, code, "%s: malformed JSON at line %d, column %d: a comment ('%.2s'); "
+                       "JSON has no comments (remove it)", path, line, col, text + c);
+            return NULL;
+        }
         line_col(text, at, &line, &col);
         nc_err_set(err, code, "%s: malformed JSON at line %d, column %d%s", path, line, col,
                    hint);

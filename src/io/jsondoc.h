@@ -16,8 +16,9 @@
 /* Parses text[0..len) as exactly one JSON document (only white space may
  * follow it). Returns the root, owned by the caller (cJSON_Delete), or NULL
  * with err set to code and one line "<path>: malformed JSON at line L,
- * column C" followed, for a raw control byte, by what was found, else by
- * hint (may be "": e.g. " (expected ...)"). */
+ * column C" followed, for a raw control byte or a comment (// or slash-star:
+ * JSON has none), by what was found, else by hint (may be "": e.g.
+ * " (expected ...)"). */
 cJSON *nc_json_parse_doc(const char *text, size_t len, const char *path, int code,
                          const char *hint, nc_err *err);
 

@@ -149,6 +149,9 @@ int nc_index_parse(const char *text, size_t len, const char *path, nc_index **ou
     if (!cJSON_IsObject(root))
         rc = nc_err_set(err, NC_EFORMAT, "%s: expected a JSON object with \"weight_map\" "
                         "(a safetensors index)", path);
+    else if (!map && cJSON_GetObjectItemCaseSensitive(root, "layers"))
+        rc = nc_err_set(err, NC_EFORMAT, "%s: a normcmp config (it has \"layers\"), not a dump: "
+                        "run it with normcmp run %s", path, path);
     else if (!map)
         rc = nc_err_set(err, NC_EFORMAT, "%s: weight_map: missing (expected an object of "
                         "\"<tensor>\": \"<shard file>\")", path);

@@ -7,7 +7,7 @@
  * generates synthetic layers. Any bad input therefore fails here, before an
  * output folder is touched. nc_plan_run then analyses the layers in order.
  *
- * Companions are found by name (DESIGN.md "layer"): in a safetensors file,
+ * Companions are found by name (README "Companions"): in a safetensors file,
  * "<layer>.output", "<layer>.weight", "<layer>.bias", "<layer>.grad_output"
  * beside "<layer>.input"; for "<prefix>_input.npy", the files
  * "<prefix>_output.npy", "<prefix>_weight.npy", ... next to it; a config's

@@ -8,7 +8,7 @@
  * nc_figure_data_area), one counter per pixel; the figure then maps counts
  * to opacity on a log scale, so that the dense core and single outliers
  * both stay visible. A coloured variant also sums an RGB colour per pixel
- * (colour by token or by channel, BRIEF.md observations 2 and 3); the
+ * (colour by token or by channel: docs/figures.md, by-token, by-channel); the
  * figure shows the mean colour of each pixel's points.
  *
  * Geometry. The raster splits [x0, x1] into w columns and [y0, y1] into h
@@ -38,6 +38,9 @@
 #include <stdint.h>
 
 #include "util/err.h"
+
+/* The opacity of a drawn pixel holding one point (figure.h, raster.h). */
+#define NC_DENSITY_ALPHA_MIN 0.3
 
 typedef struct nc_density {
     int w, h;              /* raster size in pixels, >= 1 each */

@@ -67,8 +67,6 @@
 #include "util/err.h"
 #include "util/sink.h"
 
-#define NC_DENSITY_ALPHA_MIN 0.3 /* opacity of a pixel holding one point */
-
 /* A colour, components in [0, 1]. */
 typedef struct nc_rgb {
     double r, g, b;

@@ -1,6 +1,6 @@
 /*
- * figures.h - the paper-style figures (issue 4; BRIEF.md "The observations to
- * reproduce"), built on plot/figure.h from a finished plan.
+ * figures.h - the paper-style figures (docs/figures.md: the observations of
+ * the DyT paper they reproduce), built on plot/figure.h from a finished plan.
  *
  *   scatter       input vs output (before the affine part) of one layer, all
  *                 points as a log-density cloud, with the fitted DyT, DyISRU
@@ -12,8 +12,7 @@
  *   by-channel    points coloured by channel: the top outlier channels in
  *                 colour and named, the others grey (Figure 4, right)
  *   jacobian      the exact diagonal J_ii against x, with the fitted
- *                 surrogates' derivatives f'(x) (BRIEF.md "The gradient
- *                 derivation")
+ *                 surrogates' derivatives f'(x) (docs/jacobian.md)
  *   alpha-std     fitted DyT alpha (and alpha*gamma) against 1/std(x) across
  *                 layers, with the theory line alpha = 1/(rho sqrt d)
  *   tanh-family   tanh(alpha x) for a few alpha (the paper's illustration)

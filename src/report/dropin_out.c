@@ -10,9 +10,13 @@
  * (analysis/roles.c), the block's numbers (analysis/alpha_roles.c).
  */
 #include "report/dropin_out.h"
-#include "report/report_internal.h"
+#include "report/jbuild.h"
 
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "io/safetensors.h"
 #include "util/utf8.h"
@@ -70,69 +74,69 @@ static void exact_text(double v, char *buf, size_t cap)
 
 /* ------------------------------------------------------- layers[] JSON */
 
-void nc_report_add_dropin_config(builder *b, cJSON *config, const nc_config *cfg)
+void nc_report_add_dropin_config(nc_jb *b, cJSON *config, const nc_config *cfg)
 {
     const struct nc_config_dropin *D = &cfg->dropin;
-    cJSON *o = obj(b, config, "dropin");
-    boolean(b, o, "enabled", D->enabled);
+    cJSON *o = nc_jb_obj(b, config, "dropin");
+    nc_jb_bool(b, o, "enabled", D->enabled);
     if (D->alpha0.n == 0) {
-        str(b, o, "alpha0", "DyT paper");
+        nc_jb_str(b, o, "alpha0", "DyT paper");
     } else if (D->alpha0.n == 1) {
-        num(b, o, "alpha0", D->alpha0.attn);
+        nc_jb_num(b, o, "alpha0", D->alpha0.attn);
     } else {
         const double a[2] = {D->alpha0.attn, D->alpha0.other};
-        num_array(b, o, "alpha0", a, 2);
+        nc_jb_num_array(b, o, "alpha0", a, 2);
     }
     if (D->alpha0.n)
-        str(b, o, "alpha0_origin", D->alpha0.origin);
-    cJSON *roles = arr(b, o, "roles");
+        nc_jb_str(b, o, "alpha0_origin", D->alpha0.origin);
+    cJSON *roles = nc_jb_arr(b, o, "roles");
     for (size_t k = 0; roles && k < D->nroles; k++) {
-        cJSON *r = obj(b, roles, NULL);
-        str(b, r, "regex", D->role_regex[k]);
-        str(b, r, "role", D->role_name[k]);
-        str(b, r, "origin", D->role_origin[k]);
+        cJSON *r = nc_jb_obj(b, roles, NULL);
+        nc_jb_str(b, r, "regex", D->role_regex[k]);
+        nc_jb_str(b, r, "role", D->role_name[k]);
+        nc_jb_str(b, r, "origin", D->role_origin[k]);
     }
 }
 
-void nc_report_add_role(builder *b, cJSON *lo, const nc_plan_layer *pl)
+void nc_report_add_role(nc_jb *b, cJSON *lo, const nc_plan_layer *pl)
 {
     const nc_role_info *ri = &pl->role;
-    str(b, lo, "role", ri->role);
-    str(b, lo, "role_source", ri->source);
+    nc_jb_str(b, lo, "role", ri->role);
+    nc_jb_str(b, lo, "role_source", ri->source);
     if (ri->has_depth) /* else absent: the name has no block index */
-        num(b, lo, "depth", (double)ri->depth);
+        nc_jb_num(b, lo, "depth", (double)ri->depth);
 }
 
 /* One surrogate of a layer's "dropin" block. */
-static void add_dropin_fit(builder *b, cJSON *o, const nc_dropin *dr, nc_dropin_kind k)
+static void add_dropin_fit(nc_jb *b, cJSON *o, const nc_dropin *dr, nc_dropin_kind k)
 {
     const nc_dropin_fit *F = &dr->fit[k];
-    cJSON *f = obj(b, o, nc_dropin_name(k));
+    cJSON *f = nc_jb_obj(b, o, nc_dropin_name(k));
     const char *param = nc_dropin_param(k);
     char key[32];
-    str(b, f, "file", nc_dropin_file(k));
-    str(b, f, "formula", FORMULA[k]);
+    nc_jb_str(b, f, "file", nc_dropin_file(k));
+    nc_jb_str(b, f, "formula", FORMULA[k]);
     if (k == NC_DROPIN_DYT_ALPHA0) {
-        num(b, f, "alpha", dr->alpha0.value);
-        str(b, f, "alpha0_rule", dr->alpha0.rule);
-        boolean(b, f, "llm", dr->alpha0.llm);
-        boolean(b, f, "extrapolated", dr->alpha0.extrapolated);
+        nc_jb_num(b, f, "alpha", dr->alpha0.value);
+        nc_jb_str(b, f, "alpha0_rule", dr->alpha0.rule);
+        nc_jb_bool(b, f, "llm", dr->alpha0.llm);
+        nc_jb_bool(b, f, "extrapolated", dr->alpha0.extrapolated);
     }
     if (!dr->done) {
-        str(b, f, "status", dr->status);
+        nc_jb_str(b, f, "status", dr->status);
         return;
     }
     if (k != NC_DROPIN_DYT_ALPHA0)
-        num(b, f, param, F->param);
+        nc_jb_num(b, f, param, F->param);
     snprintf(key, sizeof key, "%s_float32", param);
-    num(b, f, key, F->ok ? (double)F->param32 : NAN);
+    nc_jb_num(b, f, key, F->ok ? (double)F->param32 : NAN);
     if (k != NC_DROPIN_DYT_ALPHA0) {
-        num(b, f, "objective", F->objective);
-        num(b, f, "iterations", F->iterations);
-        boolean(b, f, "converged", F->converged);
+        nc_jb_num(b, f, "objective", F->objective);
+        nc_jb_num(b, f, "iterations", F->iterations);
+        nc_jb_bool(b, f, "converged", F->converged);
     }
-    num(b, f, "rmse_vs_recomputed", F->rmse_rec);
-    num(b, f, "rmse_vs_real", F->rmse_real);
+    nc_jb_num(b, f, "rmse_vs_recomputed", F->rmse_rec);
+    nc_jb_num(b, f, "rmse_vs_real", F->rmse_real);
     char status[320];
     snprintf(status, sizeof status, "%s%s", F->status,
              !F->ok ? ""
@@ -140,84 +144,84 @@ static void add_dropin_fit(builder *b, cJSON *o, const nc_dropin *dr, nc_dropin_
              : !isfinite(F->rmse_real) ? "; rmse_vs_real: the real output has non-finite "
                                          "values where the input is finite"
                                        : "");
-    str(b, f, "status", status);
+    nc_jb_str(b, f, "status", status);
 }
 
-void nc_report_add_dropin(builder *b, cJSON *lo, const nc_plan_layer *pl)
+void nc_report_add_dropin(nc_jb *b, cJSON *lo, const nc_plan_layer *pl)
 {
     if (!pl->has_dropin)
         return;
     const nc_dropin *dr = &pl->dropin;
-    cJSON *o = obj(b, lo, "dropin");
-    str(b, o, "role", pl->role.role);
-    str(b, o, "affine", affine_text(dr));
-    boolean(b, o, "has_weight", dr->has_weight);
-    boolean(b, o, "has_bias", dr->has_bias);
-    boolean(b, o, "has_real_output", dr->has_real);
-    str(b, o, "weighting", !dr->has_weight ? "none: no weight (w_i = 1)"
+    cJSON *o = nc_jb_obj(b, lo, "dropin");
+    nc_jb_str(b, o, "role", pl->role.role);
+    nc_jb_str(b, o, "affine", affine_text(dr));
+    nc_jb_bool(b, o, "has_weight", dr->has_weight);
+    nc_jb_bool(b, o, "has_bias", dr->has_bias);
+    nc_jb_bool(b, o, "has_real_output", dr->has_real);
+    nc_jb_str(b, o, "weighting", !dr->has_weight ? "none: no weight (w_i = 1)"
                            : dr->weighted ? "w_i^2: alpha and C minimise sum_i w_i^2 SSE_i"
                                           : "none: the weight is one value in every channel "
                                             "(the same minimum as unweighted)");
-    num(b, o, "points", (double)dr->points);
-    str(b, o, "status", dr->done ? "ok" : dr->status);
-    cJSON *t = obj(b, o, "timing");
-    num(b, t, "passes", dr->passes);
-    num(b, t, "fits_s", dr->fits_s);
-    num(b, t, "rmse_s", dr->rmse_s);
-    num(b, t, "time_s", dr->time_s);
+    nc_jb_num(b, o, "points", (double)dr->points);
+    nc_jb_str(b, o, "status", dr->done ? "ok" : dr->status);
+    cJSON *t = nc_jb_obj(b, o, "timing");
+    nc_jb_num(b, t, "passes", dr->passes);
+    nc_jb_num(b, t, "fits_s", dr->fits_s);
+    nc_jb_num(b, t, "rmse_s", dr->rmse_s);
+    nc_jb_num(b, t, "time_s", dr->time_s);
     for (int k = 0; k < NC_DROPIN_COUNT; k++)
         add_dropin_fit(b, o, dr, (nc_dropin_kind)k);
 }
 
 /* ---------------------------------------------------- alpha_by_role JSON */
 
-void nc_report_add_alpha_roles(builder *b, cJSON *run, const nc_role_layer *L,
+void nc_report_add_alpha_roles(nc_jb *b, cJSON *run, const nc_role_layer *L,
                                const nc_alpha_roles *A)
 {
-    cJSON *o = obj(b, run, "alpha_by_role");
-    str(b, o, "alpha", "layers[].dropin.dyt.alpha: the drop-in DyT's fitted alpha");
-    str(b, o, "grouping", "model groups: the layers sharing d (dim) and the norm kind, in the "
+    cJSON *o = nc_jb_obj(b, run, "alpha_by_role");
+    nc_jb_str(b, o, "alpha", "layers[].dropin.dyt.alpha: the drop-in DyT's fitted alpha");
+    nc_jb_str(b, o, "grouping", "model groups: the layers sharing d (dim) and the norm kind, in the "
                           "order of their first layer; roles in the order of their first layer");
-    str(b, o, "note", "a trained model's fitted alpha is what its norm behaves like, not a "
+    nc_jb_str(b, o, "note", "a trained model's fitted alpha is what its norm behaves like, not a "
                       "proven initialisation for training from scratch; alpha0 is the DyT "
                       "paper's initial value for training DyT");
-    cJSON *rows = arr(b, o, "roles");
+    cJSON *rows = nc_jb_arr(b, o, "roles");
     for (size_t r = 0; rows && r < A->nrows; r++) {
         const nc_role_row *R = &A->row[r];
         const nc_group_key *g = &A->group[R->group];
-        cJSON *ro = obj(b, rows, NULL);
-        num(b, ro, "group", (double)R->group);
-        num(b, ro, "d", (double)g->d);
-        str(b, ro, "norm", nc_norm_name((nc_norm_kind)g->norm));
-        str(b, ro, "role", R->role);
-        num(b, ro, "layers", (double)R->nlayers);
-        cJSON *per = arr(b, ro, "by_layer");
+        cJSON *ro = nc_jb_obj(b, rows, NULL);
+        nc_jb_num(b, ro, "group", (double)R->group);
+        nc_jb_num(b, ro, "d", (double)g->d);
+        nc_jb_str(b, ro, "norm", nc_norm_name((nc_norm_kind)g->norm));
+        nc_jb_str(b, ro, "role", R->role);
+        nc_jb_num(b, ro, "layers", (double)R->nlayers);
+        cJSON *per = nc_jb_arr(b, ro, "by_layer");
         for (size_t j = 0; per && j < R->nlayers; j++) {
             const nc_role_layer *l = &L[R->layer[j]];
-            cJSON *e = obj(b, per, NULL);
-            str(b, e, "name", l->name);
+            cJSON *e = nc_jb_obj(b, per, NULL);
+            nc_jb_str(b, e, "name", l->name);
             if (l->has_depth)
-                num(b, e, "depth", l->depth);
-            num(b, e, "alpha", l->alpha);
-            ensure_status(b, e, "no fitted alpha (layers[].dropin says why)");
+                nc_jb_num(b, e, "depth", l->depth);
+            nc_jb_num(b, e, "alpha", l->alpha);
+            nc_jb_ensure_status(b, e, "no fitted alpha (layers[].dropin says why)");
         }
-        num(b, ro, "fitted", (double)R->nalpha);
-        num(b, ro, "median", R->median);
-        num(b, ro, "min", R->min);
-        num(b, ro, "max", R->max);
+        nc_jb_num(b, ro, "fitted", (double)R->nalpha);
+        nc_jb_num(b, ro, "median", R->median);
+        nc_jb_num(b, ro, "min", R->min);
+        nc_jb_num(b, ro, "max", R->max);
         if (R->nalpha > 0) {
-            str(b, ro, "min_layer", L[R->min_layer].name);
-            str(b, ro, "max_layer", L[R->max_layer].name);
+            nc_jb_str(b, ro, "min_layer", L[R->min_layer].name);
+            nc_jb_str(b, ro, "max_layer", L[R->max_layer].name);
         }
-        num(b, ro, "alpha0", R->alpha0);
-        str(b, ro, "alpha0_rule", isfinite(R->alpha0) && R->alpha0_rule
+        nc_jb_num(b, ro, "alpha0", R->alpha0);
+        nc_jb_str(b, ro, "alpha0_rule", isfinite(R->alpha0) && R->alpha0_rule
                                       ? R->alpha0_rule
                                       : "the role's layers have different alpha0: see "
                                         "layers[].dropin.dyt_alpha0");
-        num(b, ro, "median_over_alpha0", R->median / R->alpha0);
+        nc_jb_num(b, ro, "median_over_alpha0", R->median / R->alpha0);
         if (ro && !cJSON_AddNullToObject(ro, "ci"))
             b->ok = false;
-        str(b, ro, "status", R->nalpha == 0 ? "no bootstrap; no layer of the role has a fitted "
+        nc_jb_str(b, ro, "status", R->nalpha == 0 ? "no bootstrap; no layer of the role has a fitted "
                                               "alpha"
                                             : "no bootstrap: ci (the median's interval) is not "
                                               "computed yet");
@@ -274,7 +278,7 @@ int nc_report_add_alpha_roles_from_layers(cJSON *root, nc_err *err)
     nc_alpha_roles A;
     int rc = nc_alpha_roles_compute(L, n, &A, err);
     if (!rc) {
-        builder b = {.ok = true};
+        nc_jb b = {.ok = true};
         nc_report_add_alpha_roles(&b, run, L, &A);
         if (!b.ok)
             rc = nc_err_set(err, NC_ENOMEM, "out of memory for the alpha-by-role block");

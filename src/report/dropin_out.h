@@ -24,6 +24,7 @@
 
 #include "analysis/dropin.h"
 #include "plan/plan.h"
+#include "report/jbuild.h"
 #include "util/err.h"
 #include "util/sink.h"
 
@@ -54,5 +55,15 @@ int nc_report_dropin_merge(const char *const *names, size_t nl, const size_t *ow
  * per-layer numbers in root's "layers" as an unsharded run computes it
  * (nothing when root has no "run"). Errors: NC_ENOMEM. */
 int nc_report_add_alpha_roles_from_layers(cJSON *root, nc_err *err);
+
+/* The config's "dropin" block (enabled, alpha0, roles), a layer's "role",
+ * "role_source" and "depth" (at its top level), its "dropin" block (when
+ * computed), and the run-level "alpha_by_role" block of layers L under run
+ * (docs/dropin.md). */
+void nc_report_add_dropin_config(nc_jb *b, cJSON *config, const nc_config *cfg);
+void nc_report_add_role(nc_jb *b, cJSON *lo, const nc_plan_layer *pl);
+void nc_report_add_dropin(nc_jb *b, cJSON *lo, const nc_plan_layer *pl);
+void nc_report_add_alpha_roles(nc_jb *b, cJSON *run, const nc_role_layer *L,
+                               const nc_alpha_roles *A);
 
 #endif

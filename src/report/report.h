@@ -20,13 +20,6 @@
 int nc_report_json(const nc_plan *plan, const char *command, const char *const *files,
                    size_t nfiles, char **json, nc_err *err);
 
-/* The run-level block ("run" in report.json; analysis/run_summary.h) of
- * n = R->nlayers layers L as JSON text of one object (owned by the caller,
- * free()). nc_report_json writes the same block for a plan with two or
- * more layers; `merge` uses this to write it for the merged layers. */
-int nc_report_run_json(const nc_layer_summary *L, const nc_run_summary *R, char **json,
-                       nc_err *err);
-
 /* The sweep as CSV text (owned by the caller): a header line, then one row
  * per grid value: value, rmse_refit, amp_refit, off_refit, rmse_fixed,
  * jac_refit, jac_fixed (17 significant digits). */

@@ -5,124 +5,126 @@
  * from the per-layer numbers of its layers (nc_report_add_run_from_layers,
  * used by `normcmp merge`), by the same nc_run_summary_compute.
  */
-#include "report/report.h"
-#include "report/report_internal.h"
-#include "report/shard.h"
+#include "report/run_block.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* ------------------------------------------------------------ run block */
 
-static void add_rank(builder *b, cJSON *o, const char *key, const nc_rank *R, const char *what)
+static void add_rank(nc_jb *b, cJSON *o, const char *key, const nc_rank *R, const char *what)
 {
-    cJSON *r = obj(b, o, key);
+    cJSON *r = nc_jb_obj(b, o, key);
     if (R->best < 0) {
-        str(b, r, "status", "no surrogate has a value");
+        nc_jb_str(b, r, "status", "no surrogate has a value");
         return;
     }
-    str(b, r, "fit", nc_surrogate_get((nc_fit_id)R->best)->name);
-    num(b, r, what, R->value);
+    nc_jb_str(b, r, "fit", nc_surrogate_get((nc_fit_id)R->best)->name);
+    nc_jb_num(b, r, what, R->value);
     if (R->se == R->se)
-        num(b, r, "se", R->se);
-    cJSON *t = arr(b, r, "ties");
+        nc_jb_num(b, r, "se", R->se);
+    cJSON *t = nc_jb_arr(b, r, "ties");
     for (int k = 0; t && k < NC_FIT_COUNT; k++)
         if (R->tie[k] && !cJSON_AddItemToArray(t, cJSON_CreateString(
                              nc_surrogate_get((nc_fit_id)k)->name)))
             b->ok = false;
-    num(b, r, "candidates", (double)R->candidates);
+    nc_jb_num(b, r, "candidates", (double)R->candidates);
 }
 
-static void add_loglog(builder *b, cJSON *o, const char *key, const char *y,
+static void add_loglog(nc_jb *b, cJSON *o, const char *key, const char *y,
                        const nc_loglog *L)
 {
-    cJSON *l = obj(b, o, key);
-    str(b, l, "y", y);
-    str(b, l, "x", "1/input_stats.std");
-    num(b, l, "layers", (double)L->n);
-    num(b, l, "slope", L->slope);
-    num(b, l, "intercept", L->intercept);
-    num(b, l, "r", L->r);
-    num(b, l, "slope_se", L->slope_se);
-    cJSON *ci = arr(b, l, "ci95");
+    cJSON *l = nc_jb_obj(b, o, key);
+    nc_jb_str(b, l, "y", y);
+    nc_jb_str(b, l, "x", "1/input_stats.std");
+    nc_jb_num(b, l, "layers", (double)L->n);
+    nc_jb_num(b, l, "slope", L->slope);
+    nc_jb_num(b, l, "intercept", L->intercept);
+    nc_jb_num(b, l, "r", L->r);
+    nc_jb_num(b, l, "slope_se", L->slope_se);
+    cJSON *ci = nc_jb_arr(b, l, "ci95");
     const double lim[2] = {L->ci_lo, L->ci_hi};
     for (int k = 0; ci && k < 2; k++) {
-        cJSON *e = number(lim[k]);
+        cJSON *e = nc_jb_number(lim[k]);
         if (!e || !cJSON_AddItemToArray(ci, e)) {
             cJSON_Delete(e);
             b->ok = false;
         }
     }
-    str(b, l, "status", L->status);
+    nc_jb_str(b, l, "status", L->status);
 }
 
 /* The run-level block (run_summary.h) under parent. */
-void nc_report_add_run(builder *b, cJSON *parent, const nc_layer_summary *L,
+void nc_report_add_run(nc_jb *b, cJSON *parent, const nc_layer_summary *L,
                        const nc_run_summary *R)
 {
-    cJSON *o = obj(b, parent, "run");
-    num(b, o, "layers", (double)R->nlayers);
-    cJSON *ls = arr(b, o, "per_layer");
+    cJSON *o = nc_jb_obj(b, parent, "run");
+    nc_jb_num(b, o, "layers", (double)R->nlayers);
+    cJSON *ls = nc_jb_arr(b, o, "per_layer");
     for (size_t k = 0; ls && k < R->nlayers; k++) {
         const nc_layer_verdict *v = &R->layer[k];
-        cJSON *lo = obj(b, ls, NULL);
-        str(b, lo, "name", L[k].name);
-        str(b, lo, "kind", nc_layer_verdict_kind(v));
+        cJSON *lo = nc_jb_obj(b, ls, NULL);
+        nc_jb_str(b, lo, "name", L[k].name);
+        nc_jb_str(b, lo, "kind", nc_layer_verdict_kind(v));
         add_rank(b, lo, "best_r2", &v->by_r2, "r2");
         add_rank(b, lo, "best_backprop", &v->by_bp, "backprop_rel_err");
-        boolean(b, lo, "backprop_ties_decided", v->bp_ties_known);
-        num(b, lo, "affine_r2", v->affine_r2);
-        num(b, lo, "gain_r2", v->gain_r2);
-        num(b, lo, "residual_removed", v->residual_removed);
-        ci_obj(b, lo, "residual_removed_ci", v->residual_removed, NAN, v->removed_lo,
+        nc_jb_bool(b, lo, "backprop_ties_decided", v->bp_ties_known);
+        nc_jb_num(b, lo, "affine_r2", v->affine_r2);
+        nc_jb_num(b, lo, "gain_r2", v->gain_r2);
+        nc_jb_num(b, lo, "residual_removed", v->residual_removed);
+        nc_jb_ci(b, lo, "residual_removed_ci", v->residual_removed, NAN, v->removed_lo,
                v->removed_hi);
-        num(b, lo, "alpha", L[k].alpha);
-        num(b, lo, "theory_alpha", L[k].theory_alpha);
-        ci_obj(b, lo, "slope_ratio", v->slope_ratio, NAN, v->slope_ratio_lo, v->slope_ratio_hi);
-        boolean(b, lo, "bootstrap", v->boot);
-        ensure_status(b, lo, "a fit that did not run (affine map, DyT) leaves these undefined");
-        str(b, lo, "verdict", v->verdict);
+        nc_jb_num(b, lo, "alpha", L[k].alpha);
+        nc_jb_num(b, lo, "theory_alpha", L[k].theory_alpha);
+        nc_jb_ci(b, lo, "slope_ratio", v->slope_ratio, NAN, v->slope_ratio_lo, v->slope_ratio_hi);
+        nc_jb_bool(b, lo, "bootstrap", v->boot);
+        nc_jb_ensure_status(b, lo, "a fit that did not run (affine map, DyT) leaves these undefined");
+        nc_jb_str(b, lo, "verdict", v->verdict);
     }
-    str(b, o, "grouping", "model groups: the layers of one source, norm kind and d (or of one "
+    nc_jb_str(b, o, "grouping", "model groups: the layers of one source, norm kind and d (or of one "
                          "config group), in the order of their first layer; the alpha-std "
                          "figure groups the same way");
-    cJSON *gs = arr(b, o, "groups");
+    cJSON *gs = nc_jb_arr(b, o, "groups");
     for (size_t g = 0; gs && g < R->ngroups; g++) {
         const nc_run_group *G = &R->group[g];
-        cJSON *go = obj(b, gs, NULL), *names = arr(b, go, "names");
+        cJSON *go = nc_jb_obj(b, gs, NULL), *names = nc_jb_arr(b, go, "names");
         if (G->name)
-            str(b, go, "name", G->name);
-        str(b, go, "source", G->source);
-        str(b, go, "norm", G->norm == NC_LAYERNORM ? "layernorm" : G->norm == NC_RMSNORM
+            nc_jb_str(b, go, "name", G->name);
+        nc_jb_str(b, go, "source", G->source);
+        nc_jb_str(b, go, "norm", G->norm == NC_LAYERNORM ? "layernorm" : G->norm == NC_RMSNORM
                                                                       ? "rmsnorm" : "unknown");
-        num(b, go, "d", (double)G->d);
-        num(b, go, "layers", (double)G->nlayers);
+        nc_jb_num(b, go, "d", (double)G->d);
+        nc_jb_num(b, go, "layers", (double)G->nlayers);
         for (size_t k = 0; names && k < G->nlayers; k++)
             if (!cJSON_AddItemToArray(names, cJSON_CreateString(L[G->layer[k]].name)))
                 b->ok = false;
-        cJSON *sl = obj(b, go, "loglog_vs_inv_std");
-        str(b, sl, "method", "OLS of log y on log(1/std) over the group's layers; r: Pearson "
+        cJSON *sl = nc_jb_obj(b, go, "loglog_vs_inv_std");
+        nc_jb_str(b, sl, "method", "OLS of log y on log(1/std) over the group's layers; r: Pearson "
                              "correlation of the logs; ci95: slope -+ t(0.975, n-2) * "
                              "slope_se; no slope under 3 layers");
         add_loglog(b, sl, "alpha", "fits.dyt.alpha", &G->alpha);
         add_loglog(b, sl, "alpha_gamma", "fits.dyt.alpha * fits.dyt.gamma", &G->alpha_gamma);
         add_loglog(b, sl, "affine_slope", "fits.linear.slope", &G->affine);
-        cJSON *tb = obj(b, go, "token_bootstrap");
-        num(b, tb, "replicates", (double)G->boot_n);
+        cJSON *tb = nc_jb_obj(b, go, "token_bootstrap");
+        nc_jb_num(b, tb, "replicates", (double)G->boot_n);
         if (G->boot_n) {
             const nc_boot_ci *c[3] = {&G->boot_alpha, &G->boot_alpha_gamma, &G->boot_affine};
             const double v[3] = {G->alpha.slope, G->alpha_gamma.slope, G->affine.slope};
             static const char *const key[3] = {"alpha", "alpha_gamma", "affine_slope"};
             for (int q = 0; q < 3; q++)
-                ci_obj(b, tb, key[q], v[q], c[q]->se, c[q]->lo, c[q]->hi);
+                nc_jb_ci(b, tb, key[q], v[q], c[q]->se, c[q]->lo, c[q]->hi);
         } else {
-            str(b, tb, "status", "none: fewer than 3 layers, or a layer without a bootstrap");
+            nc_jb_str(b, tb, "status", "none: fewer than 3 layers, or a layer without a bootstrap");
         }
-        str(b, go, "verdict", G->verdict);
+        nc_jb_str(b, go, "verdict", G->verdict);
     }
-    num(b, o, "saturating_layers", (double)R->saturating);
-    num(b, o, "near_linear_layers", (double)R->near_linear);
-    num(b, o, "undecided_layers", (double)R->undecided);
-    num(b, o, "decided_best_layers", (double)R->decided_best);
-    boolean(b, o, "bootstrap", R->boot);
-    str(b, o, "verdict", R->verdict);
+    nc_jb_num(b, o, "saturating_layers", (double)R->saturating);
+    nc_jb_num(b, o, "near_linear_layers", (double)R->near_linear);
+    nc_jb_num(b, o, "undecided_layers", (double)R->undecided);
+    nc_jb_num(b, o, "decided_best_layers", (double)R->decided_best);
+    nc_jb_bool(b, o, "bootstrap", R->boot);
+    nc_jb_str(b, o, "verdict", R->verdict);
 }
 
 /* A number of the report, or NAN. */
@@ -273,7 +275,7 @@ int nc_report_add_run_from_layers(cJSON *root, nc_err *err)
                             cJSON_IsString(unit) ? unit->valuestring : NULL,
                             !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sw, "current")));
     if (!rc) {
-        builder b = {.ok = true};
+        nc_jb b = {.ok = true};
         nc_report_add_run(&b, root, L, &R);
         if (!b.ok)
             rc = nc_err_set(err, NC_ENOMEM, "out of memory for the run summary");
@@ -283,22 +285,3 @@ int nc_report_add_run_from_layers(cJSON *root, nc_err *err)
     free(rep);
     return rc;
 }
-
-int nc_report_run_json(const nc_layer_summary *L, const nc_run_summary *R, char **json,
-                       nc_err *err)
-{
-    *json = NULL;
-    builder b = {.ok = true};
-    cJSON *root = cJSON_CreateObject();
-    if (root)
-        nc_report_add_run(&b, root, L, R);
-    cJSON *run = root ? cJSON_GetObjectItemCaseSensitive(root, "run") : NULL;
-    char *text = b.ok && run ? cJSON_Print(run) : NULL;
-    cJSON_Delete(root);
-    if (!text)
-        return nc_err_set(err, NC_ENOMEM, "out of memory for the report");
-    *json = strdup(text);
-    cJSON_free(text);
-    return *json ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory for the report");
-}
-

@@ -3,6 +3,8 @@
  */
 #include "report/shard.h"
 
+#include "report/jbuild.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,13 +69,7 @@ bool nc_report_exact_numbers(cJSON *node)
             /* never printed as "inf" (not JSON): null, as the report writes it */
             c->type = (c->type & ~0xff) | cJSON_NULL; /* the flags above stay */
         } else if (cJSON_IsNumber(c)) {
-            char buf[40];
-            for (int prec = 15; prec <= 17; prec++) {
-                snprintf(buf, sizeof buf, "%.*g", prec, c->valuedouble);
-                if (strtod(buf, NULL) == c->valuedouble)
-                    break;
-            }
-            cJSON *raw = cJSON_CreateRaw(buf);
+            cJSON *raw = nc_jb_number(c->valuedouble);
             if (!raw)
                 return false;
             raw->string = c->string; /* the key moves to the new node */

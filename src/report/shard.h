@@ -28,19 +28,11 @@ bool nc_report_config_sha256(const cJSON *config, char out[65]);
  * plan's config has a shard; false when out of memory. */
 bool nc_report_add_shard(cJSON *root, const nc_plan *plan);
 
-/* Adds the run-level block ("run", analysis/run_summary.h) to a merged
- * report root, computed by nc_run_summary_compute from the per-layer
- * numbers in root's "layers" (fields as run_summary.h names them), as
- * nc_report_json does for an unsharded run; nothing for fewer than two
- * layers. Errors: NC_ENOMEM. */
-int nc_report_add_run_from_layers(cJSON *root, nc_err *err);
-
 /* Turns every number below node into raw text that reads back as the same
- * double, as the report writes them (report.c: the shortest of %.15g,
- * %.16g, %.17g that round-trips; cJSON's own printer keeps 15 digits that
- * only come close), and a number that is not finite into null (never
- * "inf", which is not JSON). For `normcmp merge`, which copies numbers from
- * shard reports. False when out of memory. */
+ * double, as the report writes them (report/jbuild.h nc_jb_number), and a
+ * number that is not finite into null (never "inf", which is not JSON).
+ * For `normcmp merge`, which copies numbers from shard reports. False when
+ * out of memory. */
 bool nc_report_exact_numbers(cJSON *node);
 
 #endif

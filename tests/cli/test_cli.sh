@@ -10,27 +10,20 @@ OUT="$T/out"
 # crafted inputs: a safetensors dump with module-style names, an .npy with
 # NaN tokens
 /usr/bin/python3 - "$T" <<'PY'
-import json, struct, sys
-import numpy as np
+import random, sys
+sys.path.insert(0, "tests/cli")
+import npyw  # no NumPy needed
 t = sys.argv[1]
-rng = np.random.default_rng(5)
-tensors = {}
+rng = random.Random(5)
+tensors = []
 for b in range(2):
-    tensors[f"blocks.{b}.ln1.input"] = rng.standard_normal((32, 16)).astype(np.float32)
-    tensors[f"blocks.{b}.ln1.weight"] = np.ones(16, np.float32)
-hdr, blobs, off = {}, [], 0
-for name, a in tensors.items():
-    b = a.tobytes()
-    hdr[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
-    blobs.append(b)
-    off += len(b)
-h = json.dumps(hdr).encode()
-h += b" " * ((8 - len(h) % 8) % 8)
-open(f"{t}/m.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-x = rng.standard_normal((8, 16)).astype(np.float32)
-x[2, 3] = np.nan
-x[5, :2] = np.inf
-np.save(f"{t}/nan_input.npy", x)
+    tensors.append((f"blocks.{b}.ln1.input", [npyw.normals(rng, 16) for _ in range(32)]))
+    tensors.append((f"blocks.{b}.ln1.weight", [1.0] * 16))
+npyw.save_safetensors(f"{t}/m.safetensors", tensors)
+x = [npyw.normals(rng, 16) for _ in range(8)]
+x[2][3] = float("nan")
+x[5][0] = x[5][1] = float("inf")
+npyw.save_npy(f"{t}/nan_input.npy", x)
 PY
 
 # ---- plot without --figure draws a scatter; its help lists the kinds
@@ -243,4 +236,38 @@ expect_status 0
 expect_file "$OUT/dots/___.._lab_scatter.png"
 check "no hidden file from a label: $(ls -A "$OUT/dots" | tr '\n' ' ')" \
     test -z "$(ls -A "$OUT/dots" | grep '^\.')"
+# ---- --quiet leaves stderr to errors: the real-output warning of an
+# explicit --norm that disagrees is silent (it stays in report.json), the
+# --strict error is not
+L00=data/vit4mnist/ln00_input.npy
+run "$NC" fit "$L00" --norm rmsnorm --out "$OUT/q" --no-jacobian
+expect_status 0
+expect_err_has "normcmp: warning: ln00: the real output differs from rmsnorm"
+run "$NC" fit "$L00" --norm rmsnorm --out "$OUT/q" --no-jacobian --quiet
+expect_status 0
+check "--quiet: no warning: $(head -c 200 "$T/.err")" test ! -s "$T/.err"
+run grep -c 'the real output differs from rmsnorm' "$OUT/q/report.json"
+expect_out_has "1"
+run "$NC" fit "$L00" --norm rmsnorm --out "$OUT/q" --no-jacobian --quiet --strict
+expect_status 2
+expect_err "normcmp: --strict: the real output of 1 layer disagrees with the norm used (report.json: real_output_check)"
+run "$NC" fit --help
+expect_out_has "-q, --quiet                nothing on stderr but errors: no progress, notes or"
+
+# ---- '-' is not standard output anywhere: refused, nothing named '-'
+mkdir "$T/dash"
+for cmd in fit jacobian plot; do
+    run sh -c "cd '$T/dash' && exec '$NC' $cmd '$PWD/$L00' -o - --quiet"
+    expect_status 2
+    expect_err "normcmp: $cmd: --out: expected a folder, not '-' (the outputs are files in a folder, never standard output; ./- names a folder called -) (see 'normcmp $cmd --help')"
+done
+run sh -c "cd '$T/dash' && exec '$NC' fit '$PWD/$L00' --out=- --quiet"
+expect_status 2
+run sh -c "cd '$T/dash' && exec '$NC' norm '$PWD/$L00' -o -"
+expect_status 2
+expect_err "normcmp: norm: -o: expected a file name, not '-' (the output is a .npy file, never standard output; ./- names a file called -) (see 'normcmp norm --help')"
+run sh -c "cd '$T/dash' && exec '$NC' merge - '$OUT/q'"
+expect_status 2
+expect_err "normcmp: merge: OUT: expected a folder, not '-' (the outputs are files in a folder, never standard output; ./- names a folder called -) (see 'normcmp merge --help')"
+check "no file or folder named '-': $(ls -A "$T/dash")" test -z "$(ls -A "$T/dash")"
 done_tests

@@ -76,7 +76,7 @@ expect_err_has "hugeheader.safetensors: header length at offset 0: found 5368709
 bad_fit "$T/i64.safetensors" "$T/i64.safetensors: tensor 'a.input': dtype I64 is not supported as input (expected F32, F16, BF16 or F64)"
 
 # a companion that does not fit the input
-/usr/bin/python3 -c "import numpy as np; np.save('$T/cm_input.npy', np.ones((4, 9), np.float32)); np.save('$T/cm_output.npy', np.ones((4, 8), np.float32))"
+/usr/bin/python3 -c "import sys; sys.path.insert(0, 'tests/cli'); import npyw; npyw.save_npy('$T/cm_input.npy', [[1.0] * 9] * 4); npyw.save_npy('$T/cm_output.npy', [[1.0] * 8] * 4)"
 bad_fit "$T/cm_input.npy" "$T/cm_output.npy: tensor 'cm_output': output of layer 'cm' has shape [4, 8], expected the same tokens and channels for its input of shape [4, 9]"
 
 # tensor pattern matching nothing
@@ -95,7 +95,7 @@ bad_run() {
     expect_no_file "$OUT"
 }
 bad_run "$T/bad.json" "$T/bad.json: malformed JSON at line 1, column 32"
-bad_run "$T/unknown.json" "$T/unknown.json: layers[2].epss: unknown key (expected one of: file, synth, tensor, label, norm, eps, output, weight, bias, grad_output, experiment, token_block, group)"
+bad_run "$T/unknown.json" "$T/unknown.json: layers[2].epss: unknown key (did you mean eps? expected one of: file, synth, tensor, label, norm, eps, output, weight, bias, grad_output, experiment, token_block, group)"
 bad_run "$T/mistyped.json" "$T/mistyped.json: layers[2].eps: expected a number in [0, 1]"
 bad_run "$T/nolayers.json" "$T/nolayers.json: layers: missing (expected an array of layers)"
 bad_run "$T/rawctl.json" "$T/rawctl.json: malformed JSON at line 1, column 24: a raw control character (byte 0x00) inside a string (write it escaped)"
@@ -138,7 +138,7 @@ expect_status 2
 expect_err "normcmp: fit: --eps: expected a number in [0, 1], got '1e' (see 'normcmp fit --help')"
 run "$NC" fit "$good" --norm batchnorm --out "$OUT"
 expect_status 2
-expect_err "normcmp: fit: --norm: expected layernorm or rmsnorm, got 'batchnorm' (see 'normcmp fit --help')"
+expect_err "normcmp: fit: --norm: expected layernorm or rmsnorm (any case, e.g. LayerNorm, rms_norm), got 'batchnorm' (see 'normcmp fit --help')"
 run "$NC" frobnicate
 expect_status 2
 expect_err_has "unknown command 'frobnicate'"

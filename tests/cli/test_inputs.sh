@@ -2,7 +2,9 @@
 # destroyed: a FIFO as input or config (exit 2 at once, not a hang), an
 # output that would replace an input (exit 2, the input intact), invalid
 # UTF-8 in names (exit 2 naming file and field; file names escaped so
-# report.json stays strict UTF-8 JSON), lenient safetensors and configs.
+# report.json stays strict UTF-8 JSON), lenient safetensors and configs;
+# and forgiving ones: a wrong kind of file named with what to run instead,
+# norm names in any spelling, config keys with a did-you-mean, comments.
 . tests/cli/lib.sh
 
 cd "$T" || exit 1
@@ -46,11 +48,10 @@ check "x.npy intact" cmp x.npy here/x.npy
 # report.json stays strict UTF-8 JSON
 /usr/bin/python3 - <<'PYEOF'
 import json, struct
-import numpy as np
 def st(name, h, data):
     hb = h if isinstance(h, bytes) else json.dumps(h).encode()
     open(name, "wb").write(struct.pack("<Q", len(hb)) + hb + data)
-a = np.zeros((2, 4), "f4").tobytes()
+a = bytes(32)  # a [2, 4] float32 tensor of zeros
 st("badname.safetensors", b'{"a\xffb.input":{"dtype":"F32","shape":[2,4],"data_offsets":[0,32]}}', a)
 st("hole.safetensors", {"a.input": {"dtype": "F32", "shape": [2, 4], "data_offsets": [0, 32]},
                         "b.input": {"dtype": "F32", "shape": [2, 4], "data_offsets": [40, 72]}},
@@ -108,6 +109,97 @@ expect_status 2
 expect_err "normcmp: ../../escape.json: name: expected a name without '/' (not '.' or '..'); the output folder is out/<name>, or set \"output\""
 expect_no_file deep/escaped
 expect_no_file deep/er/out
+
+# --- the wrong kind of file: say what it is and what to run instead
+printf '{"name": "mine", "layers": [{"file": "x.npy"}]}\n' >mine.json
+run "$NC" fit mine.json --out o --quiet
+expect_status 2
+expect_err 'normcmp: mine.json: a normcmp config (it has "layers"), not a dump: run it with normcmp run mine.json'
+expect_no_file o
+for e in pt pth ckpt; do
+    printf 'not activations at all' >"m.$e"
+    run "$NC" fit "m.$e" --out o --quiet
+    expect_status 2
+    expect_err "normcmp: m.$e: a PyTorch model or checkpoint (.pt, .pth, .ckpt), not activations: dump its norm layers' activations first: python3 scripts/dump_activations.py --checkpoint m.$e --inputs FILE.py:MAKE -o out/acts.safetensors (or --input-shape D0,D1,... for random inputs; weights alone also need --model FILE.py:BUILD; installed as normcmp-dump; docs/dumping.md), then normcmp fit out/acts.safetensors"
+done
+printf 'PK\003\004 a zip, as torch.save writes' >weights.data
+printf 'not activations at all' >m.PTL
+printf 'not activations at all' >m.bin
+run "$NC" fit weights.data --out o --quiet
+expect_status 2
+expect_err_has "normcmp: weights.data: a PyTorch model or checkpoint (a zip archive or a pickle, as torch.save writes), not activations: dump"
+run "$NC" inspect m.PTL
+expect_status 2
+expect_err_has "normcmp: m.PTL: a TorchScript model (.ptl), not activations: dump its norm layers' activations first: python3 scripts/dump_activations.py --checkpoint m.PTL --inputs"
+run "$NC" fit m.bin --out o --quiet
+expect_status 2
+expect_err_has "normcmp: m.bin: model weights (.bin: a PyTorch or llama2.c checkpoint), not activations: dump"
+printf '1,2,3\n4,5,6\n' >t.csv
+run "$NC" fit t.csv --out o --quiet
+expect_status 2
+expect_err "normcmp: t.csv: a text table (.csv), not a dump: save the activations (a row per token, a column per channel) as .npy, python3 -c \"import numpy as np; np.save('x.npy', np.loadtxt('t.csv', delimiter=',', ndmin=2, dtype=np.float32))\", then normcmp fit x.npy"
+expect_no_file o
+# ... and the command it shows works as printed (NumPy: skipped without it)
+if have_py numpy; then
+    mkdir csv && (cd csv && /usr/bin/python3 -c "import numpy as np; np.save('x.npy', np.loadtxt('../t.csv', delimiter=',', ndmin=2, dtype=np.float32))")
+    run "$NC" inspect csv/x.npy
+    expect_status 0
+    expect_out_has "[2,3]"
+else
+    skip "the CSV message's command" python3-numpy
+fi
+
+# --- norm names as PyTorch and the papers write them, in flags and configs
+for n in RMSNorm rms_norm LayerNorm layer_norm LAYERNORM rms-norm; do
+    run "$NC" fit x.npy --norm "$n" --out "o_$n" --quiet --no-jacobian
+    expect_status 0
+done
+norms() { /usr/bin/python3 -c "import json, sys; print(*[l['norm'] for l in json.load(open(sys.argv[1]))['layers']])" "$1"; }
+run norms o_RMSNorm/report.json
+expect_out_has "rmsnorm"
+run norms o_layer_norm/report.json
+expect_out_has "layernorm"
+printf '{"name": "n", "norm": "RMSNorm", "jacobian": {"enabled": false},\n "layers": [{"file": "x.npy", "norm": "Layer_Norm"}, {"file": "x.npy", "label": "y"}]}\n' >normnames.json
+run "$NC" run normnames.json --out o_n --quiet
+expect_status 0
+run norms o_n/report.json
+expect_out_has "layernorm rmsnorm"
+run "$NC" fit x.npy --norm batchnorm --out o --quiet
+expect_status 2
+expect_err "normcmp: fit: --norm: expected layernorm or rmsnorm (any case, e.g. LayerNorm, rms_norm), got 'batchnorm' (see 'normcmp fit --help')"
+printf '{"name": "n", "norm": "BatchNorm", "layers": [{"file": "x.npy"}]}\n' >badnorm.json
+run "$NC" run badnorm.json --out o --quiet
+expect_status 2
+expect_err 'normcmp: badnorm.json: norm: expected "layernorm" or "rmsnorm" (any case, e.g. "LayerNorm", "rms_norm")'
+
+# --- config keys get the options' did-you-mean
+printf '{"name": "k", "layers": [{"file": "x.npy"}], "figure": [{"type": "scatter"}]}\n' >typo.json
+run "$NC" run typo.json --out o --quiet
+expect_status 2
+expect_err "normcmp: typo.json: figure: unknown key (did you mean figures? expected one of: name, output, norm, eps, fits, amplitude, bins, max_exact_points, sample_tokens, seed, threads, jacobian, figures, sweep, layers)"
+printf '{"name": "k", "layers": [{"file": "x.npy", "lable": "a"}]}\n' >typo2.json
+run "$NC" run typo2.json --out o --quiet
+expect_status 2
+expect_err_has "normcmp: typo2.json: layers[0].lable: unknown key (did you mean label? expected one of: file,"
+printf '{"name": "k", "layers": [{"file": "x.npy"}], "zzz": 1}\n' >typo3.json
+run "$NC" run typo3.json --out o --quiet
+expect_status 2
+expect_err "normcmp: typo3.json: zzz: unknown key (expected one of: name, output, norm, eps, fits, amplitude, bins, max_exact_points, sample_tokens, seed, threads, jacobian, figures, sweep, layers)"
+
+# --- a comment in a config: JSON has none
+printf '{\n  "name": "c", // my run\n  "layers": [{"file": "x.npy"}]\n}\n' >comment.json
+run "$NC" run comment.json --out o --quiet
+expect_status 2
+expect_err "normcmp: comment.json: malformed JSON at line 2, column 16: a comment ('//'); JSON has no comments (remove it)"
+printf '{\n  "name": "c",\n  /* the layers */ "layers": [{"file": "x.npy"}]\n}\n' >comment2.json
+run "$NC" run comment2.json --out o --quiet
+expect_status 2
+expect_err "normcmp: comment2.json: malformed JSON at line 3, column 3: a comment ('/*'); JSON has no comments (remove it)"
+printf '{"name": "a//b", "layers": [{"file": "x.npy"}],}\n' >nocomment.json
+run "$NC" run nocomment.json --out o --quiet
+expect_status 2
+expect_err "normcmp: nocomment.json: malformed JSON at line 1, column 49"
+expect_no_file o
 
 cd /
 done_tests

@@ -17,11 +17,12 @@ esac
 # a 4 KB input (16 x 64) and a wide one (8 x 4096: one token's J has 2^24
 # entries, 64 MB as floats)
 /usr/bin/python3 - "$T" <<'PY'
-import sys
-import numpy as np
-rng = np.random.default_rng(1)
-np.save(sys.argv[1] + "/small.npy", rng.standard_normal((16, 64)).astype(np.float32))
-np.save(sys.argv[1] + "/wide.npy", (0.3 + rng.standard_normal((8, 4096))).astype(np.float32))
+import random, sys
+sys.path.insert(0, "tests/cli")
+import npyw  # no NumPy needed
+rng = random.Random(1)
+npyw.save_npy(sys.argv[1] + "/small.npy", [npyw.normals(rng, 64) for _ in range(16)])
+npyw.save_npy(sys.argv[1] + "/wide.npy", [[0.3 + v for v in npyw.normals(rng, 4096)] for _ in range(8)])
 PY
 
 for input in small wide; do

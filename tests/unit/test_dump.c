@@ -256,12 +256,14 @@ static void hasher(void)
     for (int k = 0; k < 3; k++)
         nc_dump_close(d[k]);
     /* rewritten in place after the hasher read it: the digest is of the new
-     * bytes (which the mapping, and so an analysis, sees), not the hasher's */
-    write_big("h_swap.safetensors", 4096, 1.5f);
+     * bytes (which the mapping, and so an analysis, sees), not the hasher's
+     * (a file of 1 MB: a smaller one starts no hasher, below) */
+    write_big("h_swap.safetensors", (size_t)1 << 18, 1.5f);
     CHECK_INT(0, nc_dump_open(at("h_swap.safetensors"), &d[0], &err));
     if (d[0]) {
         nc_dump_hasher *h2 = nc_dump_hasher_start(d, 1);
-        usleep(300000); /* a 16 KB file: long done */
+        CHECK(h2 != NULL);
+        usleep(300000); /* a 1 MB file: long done */
         FILE *f = fopen(at("h_swap.safetensors"), "r+b");
         CHECK(f != NULL);
         if (f) {
@@ -279,6 +281,21 @@ static void hasher(void)
         nc_dump_hasher_stop(h2);
         nc_dump_close(d[0]);
     }
+    /* under NC_DUMP_HASH_THREAD_BYTES in all: no thread; the digest is made
+     * from the mapping when asked */
+    write_big("h_small.safetensors", 4096, 3.5f);
+    const char *small[] = {"h_small.safetensors"};
+    char want_small[65];
+    sha_of_files(small, 1, want_small);
+    CHECK_INT(0, nc_dump_open(at("h_small.safetensors"), &d[0], &err));
+    if (d[0]) {
+        CHECK(nc_dump_hasher_start(d, 1) == NULL);
+        nc_dump_sha256(d[0], got);
+        CHECK_STR(want_small, got);
+        nc_dump_close(d[0]);
+        d[0] = NULL;
+    }
+    unlink(at("h_small.safetensors"));
     /* stopped at once: nc_dump_sha256 hashes whatever was left */
     CHECK_INT(0, nc_dump_open(at("h_big.safetensors"), &d[0], &err));
     d[1] = d[2] = NULL;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/boot.h"
+#include "core/quantile.h"
 #include "analysis/jacobian.h"
 #include "analysis/layer.h"
 #include "check.h"
@@ -138,7 +138,7 @@ static void check_gauss(nc_norm_kind norm, size_t d)
     CHECK_REL(share_mc, jr.diag_frobenius_share, 1e-12);
     CHECK_REL(g.diag_frobenius_share, jr.gauss.diag_frobenius_share, 0);
     CHECK_REL(jr.offdiag_frobenius_share, jr.backprop.err, 0);
-    CHECK_STR("ok", jr.dense_status);
+    CHECK_STR("ok", jr.dense.status);
     nc_jac_result_free(&jr);
     nc_layer_result_free(&res);
     free(X);

@@ -431,8 +431,45 @@ out:
     free(t);
 }
 
+/* nc_tanh_run's saturated runs (every |alpha x| > 20: +-1 alone) give
+ * nc_tanh's bits too: runs all beyond 20 of both signs, a run holding 20
+ * itself (not beyond), a NaN or an infinity among large values, and runs
+ * mixing the three regions. */
+static void test_tanh_saturated_runs(void)
+{
+    enum { N = 6 * NC_VM_RUN + 5 };
+    double x[N], t[N];
+    rng r = {0x5a7};
+    for (size_t i = 0; i < N; i++) {
+        size_t run = i / NC_VM_RUN, pos = i % NC_VM_RUN;
+        double u = 20.0 + 1e3 * next_unit(&r);
+        x[i] = pos % 3 ? u : -u;
+        if (run == 1 && pos == 5)
+            x[i] = 20.0; /* the edge: not beyond */
+        if (run == 2 && pos == 11)
+            x[i] = NAN;
+        if (run == 3 && pos == 0)
+            x[i] = INFINITY;
+        if (run == 4 && pos == 17)
+            x[i] = 0.3; /* a small value among large ones */
+        if (run == 5)
+            x[i] = 20.0 + 0x1p-48 * (double)(pos + 1) * (pos % 2 ? 1.0 : -1.0);
+    }
+    for (int k = 0; k < 2; k++) {
+        const double alpha = k ? -1.0 : 1.0;
+        nc_tanh_run(alpha, x, N, t);
+        size_t bad = 0;
+        for (size_t i = 0; i < N; i++) {
+            double want = nc_tanh(alpha * x[i]);
+            bad += !(same_bits(want, t[i]) || (isnan(want) && isnan(t[i])));
+        }
+        CHECK_INT(0, bad);
+    }
+}
+
 int main(void)
 {
+    test_tanh_saturated_runs();
     test_exp_accuracy();
     test_tanh_accuracy();
     test_erf_accuracy();
