@@ -26,6 +26,7 @@
 
 #include "guard.h"
 #include "io/jsondoc.h"
+#include "report/run_block.h"
 #include "report/shard.h"
 #include "report/shardcheck.h"
 #include "util/err.h"
