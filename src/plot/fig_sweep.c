@@ -117,7 +117,7 @@ int nc_figures_sweeps(const struct nc_plan *plan, unsigned formats, const char *
             bool alpha = p == NC_SWEEP_ALPHA;
             job jb = {.spec = &spec}, *j = &jb;
             j->fig.dpi = 150;
-            if (!nc_fig_job_panels(j, 2))
+            if (!nc_fig_job_panels(j, 2) || !nc_fig_job_shows(j, &l, 1))
                 return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
             j->npanels = 2;
             nc_fig_set_grid(j, 2, 2, 4.2, 3.8, &spec);

@@ -19,6 +19,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,6 +378,29 @@ static int grid_panels(ctx *c, job *j, nc_err *err)
     return rc;
 }
 
+/* The plan layers job j shows (its metadata): the q-th selected layer of
+ * a per-layer figure (q < SIZE_MAX), else every selected layer, those
+ * with a DyT or DyISRU fit for the figures across layers. */
+static bool shown_layers(ctx *c, job *j, size_t q)
+{
+    if (q != SIZE_MAX)
+        return nc_fig_job_shows(j, &c->sel[q], 1);
+    if (j->spec->kind == NC_FIG_TANH_FAMILY)
+        return nc_fig_job_shows(j, NULL, 0);
+    bool across = j->spec->kind == NC_FIG_ALPHA_STD || j->spec->kind == NC_FIG_ALPHA_DEPTH;
+    size_t *v = nc_fig_jalloc(j, (c->nsel ? c->nsel : 1) * sizeof *v), n = 0;
+    if (!v)
+        return false;
+    for (size_t k = 0; k < c->nsel; k++) {
+        const nc_layer_result *r = &c->plan->layers[c->sel[k]].result;
+        if (!across || r->fits[NC_FIT_DYT].ok || r->fits[NC_FIT_DYISRU].ok)
+            v[n++] = c->sel[k];
+    }
+    j->shown = v;
+    j->nshown = n;
+    return true;
+}
+
 /* The figures of one spec: a job per selected layer (per-layer kinds) or
  * one job. */
 static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
@@ -397,6 +421,8 @@ static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
             return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
         job_stem(j, spec, per_layer ? &c->plan->layers[c->sel[q]] : NULL,
                  per_layer ? c->nrun : 1);
+        if (!shown_layers(c, j, per_layer ? q : SIZE_MAX))
+            return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
         switch (spec->kind) {
         case NC_FIG_SCATTER_GRID: rc = grid_panels(c, j, err); break;
         case NC_FIG_ALPHA_STD:

@@ -36,6 +36,9 @@ typedef struct job {
     void **owned; /* everything allocated for this job */
     size_t nowned, capowned;
     bool oom;
+    const size_t *shown; /* [nshown] the plan layers the figure shows, in plan order (owned by
+                            the job): its "Layer" and "Parameters" metadata */
+    size_t nshown;
     char stem[192];
     const char *meta[16];
 } job;
@@ -51,6 +54,10 @@ __attribute__((format(printf, 2, 3))) char *nc_fig_jprintf(job *j, const char *f
 
 /* Allocates j's panels, n of them (zeroed); false when out of memory. */
 bool nc_fig_job_panels(job *j, size_t n);
+
+/* Records that job j shows the plan layers layers[n] (copied); false when
+ * out of memory. */
+bool nc_fig_job_shows(job *j, const size_t *layers, size_t n);
 
 /* Frees what job j owns and its panels' rasters; not j itself. */
 void nc_fig_job_free(job *j);
