@@ -96,4 +96,11 @@ double nc_theory_amp(nc_norm_kind norm, size_t d);
 nc_params nc_dyt_theory_params(nc_norm_kind norm, double rho, size_t d);
 nc_params nc_dyisru_theory_params(nc_norm_kind norm, double rho, size_t d);
 
+/* The formula, in rho and d (UTF-8), of the parameter those give: for
+ * NC_FIT_DYT_THEORY its alpha ("1/(\u03c1\u221ad)" for RMSNorm,
+ * "\u221a(d\u2212" "1)/(d\u03c1)" for LayerNorm), for NC_FIT_DYISRU_THEORY its C
+ * ("d\u03c1\u00b2", "d\u00b2\u03c1\u00b2/(d\u2212" "1)"); NULL for other ids. Figure
+ * legends take the formula from here, next to the numbers. */
+const char *nc_theory_param_formula(nc_fit_id id, nc_norm_kind norm);
+
 #endif

@@ -89,7 +89,8 @@ typedef struct nc_config {
         char **layers;        /* patterns (owned); none: every layer */
         size_t nlayers;
         bool figure, csv;     /* write a figure and a CSV per layer and parameter (default yes) */
-        unsigned formats;     /* figure formats (0: PNG) */
+        nc_fig_spec look;     /* the figures' formats, size, dpi, legend and title ("format",
+                                 "width", "height", "dpi", "legend", "title"; owned) */
     } sweep;
     nc_fig_spec *figures;     /* figures to render into the output folder */
     size_t nfigures;

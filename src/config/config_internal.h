@@ -98,5 +98,9 @@ int nc_config_parse_amplitude(walker *w, const cJSON *obj, nc_config *cfg);
 int nc_config_parse_jacobian(walker *w, const cJSON *obj, nc_config *cfg);
 int nc_config_parse_sweep(walker *w, const cJSON *obj, nc_config *cfg);
 int nc_config_parse_figure(walker *w, const cJSON *obj, int idx, nc_fig_spec *f);
+/* A figure's "width", "height" and "dpi", and its "legend", "title" and
+ * "labels", in obj at path (a "figures" entry or the "sweep" section). */
+int nc_config_parse_size(walker *w, const cJSON *obj, const char *path, nc_fig_spec *f);
+int nc_config_parse_look(walker *w, const cJSON *obj, const char *path, nc_fig_spec *f);
 
 #endif

@@ -22,6 +22,7 @@
 #include "plan/plan.h"
 #include "plot/figure.h"
 #include "plot/figures_internal.h"
+#include "plot/text.h"
 #include "util/outfile.h"
 #include "util/version.h"
 
@@ -122,6 +123,11 @@ static char *sb_finish(job *j, strbuf *b)
     return own(j, b->s);
 }
 
+const char *nc_fig_title(const job *j, const char *own)
+{
+    return j->spec->no_title ? NULL : j->spec->title ? j->spec->title : own;
+}
+
 bool nc_fig_job_panels(job *j, size_t n)
 {
     j->panels = nc_fig_jalloc(j, (n ? n : 1) * sizeof *j->panels);
@@ -200,6 +206,34 @@ static void fit_params_text(strbuf *out, const nc_layer_result *r)
     }
 }
 
+/* Appends label (its script marks plain: "R^2") and a newline to b,
+ * unless it is there already (entries with one label are one legend
+ * entry). */
+static void legend_line(strbuf *b, const char *label)
+{
+    char plain[512], line[520];
+    if (!label || !*label)
+        return;
+    nc_text_plain(label, plain, sizeof plain);
+    snprintf(line, sizeof line, "\n%s\n", plain);
+    if (b->s && (strncmp(b->s, line + 1, strlen(line + 1)) == 0 || strstr(b->s, line)))
+        return;
+    sb_printf(b, "%s\n", plain);
+}
+
+/* The labels of panel p's legend entries (curves, marks, lines) into b. */
+static void legend_text(strbuf *b, const nc_panel *p)
+{
+    for (size_t c = 0; c < p->ncurves; c++)
+        legend_line(b, p->curves[c].label);
+    for (size_t c = 0; c < p->nmarks; c++)
+        legend_line(b, p->marks[c].label);
+    for (size_t c = 0; c < p->nvlines; c++)
+        legend_line(b, p->vlines[c].label);
+    for (size_t c = 0; c < p->nhlines; c++)
+        legend_line(b, p->hlines[c].label);
+}
+
 /* The metadata of job j: the pairs of figure.h's meta, owned by the job. */
 static int job_meta(job *j, const char *command, const nc_plan *plan, nc_err *err)
 {
@@ -212,10 +246,10 @@ static int job_meta(job *j, const char *command, const nc_plan *plan, nc_err *er
         fit_params_text(&pb, &pl->result);
         first = false;
     }
-    for (size_t p = 0; p < j->npanels; p++) /* the curves' legend entries, one a line */
-        for (size_t c = 0; c < j->panels[p].ncurves; c++)
-            if (j->panels[p].curves[c].label)
-                sb_printf(&gb, "%s%s", gb.n ? "\n" : "", j->panels[p].curves[c].label);
+    for (size_t p = 0; p < j->npanels; p++) /* the legend entries, one a line, plain */
+        legend_text(&gb, &j->panels[p]);
+    if (gb.ok && gb.n) /* no newline after the last */
+        gb.s[--gb.n] = '\0';
     char *layers = sb_finish(j, &lb), *params = sb_finish(j, &pb), *legend = sb_finish(j, &gb);
     if (!layers || !params || !legend)
         return nc_err_set(err, NC_ENOMEM, "out of memory for figures");

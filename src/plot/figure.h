@@ -89,6 +89,11 @@ typedef enum nc_marker {
     NC_MARKER_COUNT
 } nc_marker;
 
+/* Line patterns: solid, Matplotlib's "--" (dashes of 3.7 and gaps of 1.6
+ * line widths), dots (round, 2.2 line widths apart) and "-." (6.4, 1.6,
+ * 1, 1.6). */
+typedef enum nc_dash { NC_SOLID = 0, NC_DASHED, NC_DOTTED, NC_DASHDOT } nc_dash;
+
 /* A polyline in data coordinates: (x[i], y[i]) for i < n, borrowed. A
  * point with a NaN (or, on a log axis, a value <= 0) breaks the line; a
  * line through points far outside the panel is clipped exactly. */
@@ -97,7 +102,7 @@ typedef struct nc_curve {
     size_t n;
     nc_rgb color;
     double width_pt;   /* line width in points; 0 means 1.5 */
-    bool dashed;       /* dashes of 3.7 and gaps of 1.6 line widths (Matplotlib's "--") */
+    int dashed;        /* an nc_dash (true: NC_DASHED) */
     int marker;        /* an nc_marker drawn at each point, or NC_MARKER_NONE */
     double marker_pt;  /* marker size (diameter) in points; 0 means 6 */
     const char *label; /* legend entry, or NULL for none */
@@ -117,7 +122,7 @@ typedef struct nc_mark {
 typedef struct nc_vline {
     double x;
     nc_rgb color;
-    bool dashed;
+    int dashed; /* an nc_dash */
     const char *label; /* legend entry, or NULL */
 } nc_vline;
 
@@ -125,19 +130,34 @@ typedef struct nc_vline {
 typedef struct nc_hline {
     double y;
     nc_rgb color;
-    bool dashed;
+    int dashed; /* an nc_dash */
     const char *label; /* legend entry, or NULL */
 } nc_hline;
 
 /* A short text beside the point (x, y) in data coordinates (a layer's
  * name at its point), drawn at the note size (at least 6 pt) in colour,
- * above right of the point, or in another corner around it when that
- * would overlap a label already placed; left out when all four would. */
+ * at the first of eight places around the point (right, left, above
+ * right, above left, below right, below left, above, below) that stays
+ * inside the frame and covers no label placed before (labels are placed
+ * in their order: the most important first), no curve, marker or line;
+ * left out when none does, and then counted in the panel's note ("12 of
+ * 44 layers named", with the panel's labels_what). */
 typedef struct nc_label {
     double x, y;
     const char *text;
     nc_rgb color;
 } nc_label;
+
+/* A colour bar right of the panel: the colour map (nc_colormap from t0 to
+ * t1) over the values lo .. hi (log10 when log), with ticks and a label:
+ * what colours the panel's points mean (a token's scale, a layer's
+ * depth). */
+typedef struct nc_colorbar {
+    double lo, hi; /* lo < hi; > 0 when log */
+    bool log;
+    double t0, t1; /* the part of the colour map used, in [0, 1] */
+    const char *label;
+} nc_colorbar;
 
 /* Where the legend goes: an nc_legend_pos (config/figspec.h); AUTO keeps
  * the legend off curves, markers, labels and all but a sliver of the
@@ -152,6 +172,10 @@ typedef struct nc_panel {
     const char *title, *xlabel, *ylabel;
     double x0, x1, y0, y1; /* the data range shown; x0 < x1, y0 < y1, > 0 on log axes */
     bool xlog, ylog;       /* log10 axes (no density allowed on them) */
+    double xlin, xdecade;  /* xlin > 0: a symmetric-log x axis (Matplotlib's "symlog"):
+                              linear within +-xlin, logarithmic beyond, a decade there
+                              spanning xdecade * xlin (> 0) of the axis; a density is then
+                              binned in that coordinate (figures.c) */
     bool grid;             /* light grid lines at the major ticks */
 
     const nc_density *density; /* background point cloud, or NULL; its range may differ from the
@@ -170,10 +194,21 @@ typedef struct nc_panel {
     const nc_label *labels;
     size_t nlabels;
 
+    const nc_colorbar *cbar;  /* a colour bar right of the frame, or NULL */
+    const char *labels_what;  /* what the point labels name ("layers"), for the note that
+                                 counts the labels left out; NULL: "points" */
+
     const char *legend_title; /* a line above the entries, or NULL */
     int legend_pos;           /* an nc_legend_pos */
-    const char *note;         /* small text in a free corner inside the frame, e.g.
-                                 "N = 16.8M points", or NULL */
+    int legend_cols;          /* columns of a legend inside the frame; 0: chosen (1 or 2) */
+    double legend_pt;         /* its font size; 0: chosen (the legend size, smaller when
+                                 that lets it inside, not below 6 pt) */
+    const char *note;         /* small text inside the frame, e.g. "N = 16.8M points",
+                                 or NULL; '\n' starts a second line */
+    int note_pos;             /* an nc_legend_pos: AUTO, the least inked of the nine places
+                                 when it covers no curve, marker, line, label or legend and
+                                 at most a sliver of the cloud, else the strip below the
+                                 panels (OUTSIDE); or a fixed place */
 } nc_panel;
 
 /* A figure: panels in a rows x cols grid, filled row by row. */
@@ -191,6 +226,9 @@ typedef struct nc_figure {
                                    with the same label listed once) */
     bool transparent;           /* no white background: PNG as RGBA with alpha, PDF and SVG
                                    with nothing painted behind */
+    bool no_labels;             /* leave every point label out (nc_label) */
+    const char *note;           /* a note for the whole figure, in the strip below the
+                                   panels, or NULL */
     const char *const *meta;    /* {key, value, ..., NULL} or NULL: PNG text chunks (keys must
                                    be PNG keywords, io/png.h), PDF document info (see
                                    nc_figure_render), SVG comment */
@@ -215,6 +253,28 @@ typedef struct nc_rect {
  * it can be computed before the data are streamed. Returns 0, or NC_EINVAL (bad figure or
  * panel, named in the message) or NC_ENOMEM. */
 int nc_figure_layout(const nc_figure *fig, size_t k, nc_rect *area, nc_err *err);
+
+/* Where a panel's legend and note went (nc_figure_placements): the
+ * legend at a position inside the frame, in the strip (NC_LEGEND_OUTSIDE)
+ * or nowhere (NC_LEGEND_NONE), in legend_cols columns at legend_pt; the
+ * note likewise. Set into the panel (legend_pos, legend_cols, legend_pt,
+ * note_pos), they make the layout keep them whatever the cloud. */
+typedef struct nc_placement {
+    int legend_pos, legend_cols;
+    double legend_pt;
+    int note_pos;
+} nc_placement;
+
+/* The placements of every panel's legend and note in fig as drawn now,
+ * densities included, into out[npanels]. The layout depends on them (a
+ * legend in the strip shrinks the panels), and they depend on the clouds:
+ * a caller that sized its rasters before filling them (nc_figure_layout)
+ * pins these, then sizes them again. Returns 0, NC_EINVAL or NC_ENOMEM. */
+int nc_figure_placements(const nc_figure *fig, nc_placement *out, nc_err *err);
+
+/* Every panel's data area (nc_figure_layout), from one layout, into
+ * areas[npanels]. */
+int nc_figure_areas(const nc_figure *fig, nc_rect *areas, nc_err *err);
 
 /* The pixel size of panel k's data area: nc_figure_layout's w and h. */
 int nc_figure_data_area(const nc_figure *fig, size_t k, int *w, int *h, nc_err *err);

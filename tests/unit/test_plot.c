@@ -25,6 +25,7 @@
 #include "plot/axes.h"
 #include "plot/density.h"
 #include "plot/figure.h"
+#include "plot/raster.h"
 #include "util/sink.h"
 
 /* ------------------------------------------------------------------ */
@@ -488,15 +489,20 @@ static void test_figure_png(void)
             n_empty++;
         }
     CHECK_INT(n_empty, empty_ok);
-    /* the lone point: one pixel at opacity alpha(1) = NC_DENSITY_ALPHA_MIN
-     * over white (at 100 dpi points are not spread) */
+    /* the lone point: a 3 x 3 px dot (1 pt is 1.4 px at 100 dpi) of the
+     * floor colour, the core mixed with white to a contrast of 3:1 */
     nc_panel_to_pixel(&p, &a, -2.0385, -1.4615, &px, &py);
     px4 lone = pixel(&img, (int)px, (int)py);
-    double al = NC_DENSITY_ALPHA_MIN;
-    nc_rgb want = {1 - al + al * DENSITY_RGB.r, 1 - al + al * DENSITY_RGB.g,
-                   1 - al + al * DENSITY_RGB.b};
+    nc_rgb want = nc_raster_floor(DENSITY_RGB);
     CHECK(near_rgb(lone, want, 2));
+    CHECK(near_rgb(pixel(&img, (int)px + 1, (int)py + 1), want, 2));
     CHECK(near_rgb(pixel(&img, (int)px + 2, (int)py), white, 0));
+    double lum = 0;
+    const double c3[3] = {lone.r / 255.0, lone.g / 255.0, lone.b / 255.0}, wt[3] = {0.2126, 0.7152,
+                                                                                   0.0722};
+    for (int k = 0; k < 3; k++)
+        lum += wt[k] * (c3[k] <= 0.04045 ? c3[k] / 12.92 : pow((c3[k] + 0.055) / 1.055, 2.4));
+    CHECK_ABS(3.0, 1.05 / (lum + 0.05), 0.05); /* WCAG contrast on white */
 
     /* the curves: their colour along their centre line */
     int a_ok = 0, b_ok = 0, n = 0;
@@ -810,7 +816,7 @@ static void test_figure_errors(void)
     p.legend_pos = 99;
     nc_err_clear(&err);
     CHECK_INT(NC_EINVAL, nc_figure_render(&fig, NC_FMT_PNG, &s, &err));
-    CHECK_STR("figure: panel 0: legend position 99, expected 0 to 12", err.msg);
+    CHECK_STR("figure: panel 0: legend position 99, note position 0, expected 0 to 12", err.msg);
     p = test_panel();
     fig.dpi = 5;
     nc_err_clear(&err);
