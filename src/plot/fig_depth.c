@@ -17,7 +17,8 @@
  * colour bar says which), each group has its marker and the dash of its
  * across-layer fit; the layer labels that fit without covering a point, a
  * line or another label are drawn (short: the part of the names that
- * varies), and the note counts the rest. The across-layer fit is the
+ * varies, or the layer's index on the colour bar when that is still long),
+ * and the note counts the rest. The across-layer fit is the
  * run-level analysis' own (nc_loglog_fit: OLS of log alpha on log 1/std),
  * one per group over its layers the figure shows (3 or more), with its
  * slope's 95 % confidence interval: when the figure shows all of a
@@ -37,6 +38,7 @@
 #define CMAP_LO 0.0 /* viridis without its pale yellow end (fig_panels.c) */
 #define CMAP_HI 0.85
 #define GREY_LINE 0x999999
+#define SHORT_LABEL 8 /* a point label longer than this is the layer's index instead */
 #define FIT_LINE 0x222222
 
 /* The markers and fit-line dashes of the groups, in group order (cycling). */
@@ -339,8 +341,10 @@ int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_
     label_order(fg, nl, order, taken);
     for (size_t q = 0; q < nl; q++) {
         size_t k = order[q];
-        const char *name = plan->layers[sel[pos[k]]].name;
-        lb[q] = (nc_label){fx[k], fy[k], short_name(j, name, pre, suf), nc_rgb_hex(0x333333)};
+        const char *name = short_name(j, plan->layers[sel[pos[k]]].name, pre, suf);
+        if (name && strlen(name) > SHORT_LABEL) /* too long to fit: its index in depth */
+            name = nc_fig_jprintf(j, "%g", dm.index[pos[k]]);
+        lb[q] = (nc_label){fx[k], fy[k], name, nc_rgb_hex(0x333333)};
     }
     if (dm.hi > dm.lo) {
         *cb = (nc_colorbar){dm.lo, dm.hi, false, CMAP_LO, CMAP_HI,

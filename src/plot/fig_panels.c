@@ -32,6 +32,7 @@
 #define CONTEXT_CLOUD 0x999999 /* a cloud behind coloured points (by-token, by-channel) */
 #define CMAP_LO 0.0            /* the part of viridis used for ordered colours: its pale */
 #define CMAP_HI 0.85           /* yellow end left out, faint on white */
+#define CMAP_LINE_HI 0.7       /* for thin lines, more of it */
 #define MAX_FIG_CURVES 16
 
 static bool curve_wanted(const nc_fig_spec *spec, int id, bool jacobian)
@@ -620,7 +621,7 @@ int nc_fig_tanh_panel(job *j, nc_panel *p, nc_err *err)
             rank += al[q] < al[k] || (al[q] == al[k] && q < k);
         double f = na > 1 ? (double)rank / (double)(na - 1) : 0.5;
         cv[k] = (nc_curve){xy, xy + CURVE_POINTS, CURVE_POINTS,
-                           nc_colormap(CMAP_LO + (CMAP_HI - CMAP_LO) * f),
+                           nc_colormap(CMAP_LO + (CMAP_LINE_HI - CMAP_LO) * f),
                            1.8, (int)(k % 4), 0, 0,
                            nc_fig_jprintf(j, "\xce\xb1 = %s", nc_fmt_num(ab, sizeof ab, al[k], 4))};
     }

@@ -597,12 +597,14 @@ out:
 }
 
 /* Output of the PDF and SVG surfaces: to the sink; SVG gets the metadata
- * comment after its first line (the XML declaration). */
+ * as a <metadata> element right after its <svg ...> start tag (text, so a
+ * command's "--" stays as it is: in a comment XML forbids it). */
 typedef struct stream {
     const nc_sink *sink;
     nc_err *err;
     int rc;              /* the sink's first error */
-    const char *comment; /* SVG: "<!-- ... -->\n" to insert, or NULL */
+    const char *insert;  /* SVG: "<metadata>...</metadata>" to insert, or NULL */
+    int matched;         /* characters of "<svg" seen so far (4: in the start tag) */
     bool inserted;
 } stream;
 
@@ -611,22 +613,23 @@ static cairo_status_t stream_write(void *closure, const unsigned char *data, uns
     stream *st = closure;
     if (st->rc)
         return CAIRO_STATUS_WRITE_ERROR;
-    size_t head = n;
-    if (st->comment && !st->inserted) {
-        const unsigned char *nl = memchr(data, '\n', n);
-        if (nl)
-            head = (size_t)(nl - data) + 1;
+    size_t head = n; /* the bytes up to the end of the <svg ...> start tag */
+    for (size_t k = 0; st->insert && !st->inserted && k < n; k++) {
+        if (st->matched < 4)
+            st->matched = data[k] == (unsigned char)"<svg"[st->matched] ? st->matched + 1
+                          : data[k] == '<'                                ? 1
+                                                                          : 0;
+        else if (data[k] == '>') {
+            head = k + 1;
+            st->inserted = true;
+        }
     }
     st->rc = nc_sink_write(st->sink, data, head, st->err);
-    if (!st->rc && head < n) {
-        st->inserted = true;
-        st->rc = nc_sink_write(st->sink, st->comment, strlen(st->comment), st->err);
-        if (!st->rc)
+    if (!st->rc && st->inserted && st->insert) { /* the start tag ended in this piece */
+        st->rc = nc_sink_write(st->sink, st->insert, strlen(st->insert), st->err);
+        st->insert = NULL;
+        if (!st->rc && head < n)
             st->rc = nc_sink_write(st->sink, data + head, n - head, st->err);
-    } else if (!st->rc && st->comment && !st->inserted && head == n && n > 0 &&
-               data[n - 1] == '\n') {
-        st->inserted = true;
-        st->rc = nc_sink_write(st->sink, st->comment, strlen(st->comment), st->err);
     }
     return st->rc ? CAIRO_STATUS_WRITE_ERROR : CAIRO_STATUS_SUCCESS;
 }
@@ -639,28 +642,29 @@ static const char *meta_get(const char *const *meta, const char *key)
     return NULL;
 }
 
-/* All pairs as "key: value" lines (for PDF Keywords: "; " between pairs;
- * for the SVG comment: newlines, with "--" broken up as XML demands).
+/* All pairs as "key: value" (for PDF Keywords: "; " between pairs; for
+ * SVG: one a line in a <metadata> element, with &, < and > escaped).
  * Owned by the caller; NULL when out of memory. */
 static char *meta_text(const char *const *meta, bool svg)
 {
-    size_t n = 32;
+    size_t n = 64;
     for (size_t i = 0; meta && meta[i]; i += 2)
-        n += 2 * (strlen(meta[i]) + strlen(meta[i + 1] ? meta[i + 1] : "")) + 8;
+        n += 5 * (strlen(meta[i]) + strlen(meta[i + 1] ? meta[i + 1] : "")) + 8;
     char *out = malloc(n), *o = out;
     if (!out)
         return NULL;
     if (svg)
-        o += sprintf(o, "<!--\n");
+        o += sprintf(o, "\n<metadata>\n");
     for (size_t i = 0; meta && meta[i]; i += 2) {
         if (!svg && i > 0)
             o += sprintf(o, "; ");
         for (int part = 0; part < 2; part++) {
             const char *t = part ? (meta[i + 1] ? meta[i + 1] : "") : meta[i];
             for (; *t; t++) {
-                *o++ = *t;
-                if (svg && *t == '-' && (t[1] == '-' || t[1] == '\0'))
-                    *o++ = ' '; /* no "--" inside, and no '-' right before "-->" */
+                if (svg && (*t == '&' || *t == '<' || *t == '>'))
+                    o += sprintf(o, "%s", *t == '&' ? "&amp;" : *t == '<' ? "&lt;" : "&gt;");
+                else
+                    *o++ = *t;
             }
             if (!part)
                 o += sprintf(o, ": ");
@@ -669,7 +673,7 @@ static char *meta_text(const char *const *meta, bool svg)
             *o++ = '\n';
     }
     if (svg)
-        o += sprintf(o, "-->\n");
+        o += sprintf(o, "</metadata>");
     *o = '\0';
     return out;
 }
@@ -680,7 +684,7 @@ static int render_vector(const nc_figure *fig, layout *L, nc_format fmt,
     double scale = 72.0 / fig->dpi;
     double wpt = L->W * scale, hpt = L->H * scale;
     stream st = {.sink = sink, .err = err};
-    char *keywords = NULL, *comment = NULL;
+    char *keywords = NULL, *comment = NULL; /* comment: the SVG's metadata element */
     cairo_surface_t *surf = NULL;
     int rc = 0;
     if (fmt == NC_FMT_SVG && fig->meta && fig->meta[0]) {
@@ -689,7 +693,7 @@ static int render_vector(const nc_figure *fig, layout *L, nc_format fmt,
             rc = nc_err_set(err, NC_ENOMEM, "figure: out of memory");
             goto out;
         }
-        st.comment = comment;
+        st.insert = comment;
     }
     if (fmt == NC_FMT_PDF) {
         surf = cairo_pdf_surface_create_for_stream(stream_write, &st, wpt, hpt);

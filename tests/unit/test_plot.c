@@ -377,7 +377,9 @@ enum { NCURVE = 200 };
 static double cx[NCURVE], ya[NCURVE], yb[NCURVE];
 static const nc_rgb DENSITY_RGB = {0.298, 0.447, 0.690}; /* 0x4c72b0 */
 static const char *const META[] = {"Software", "normcmp test", "Layer", "blocks.3.norm1",
-                                   "DyT", "alpha=0.385", NULL};
+                                   "DyT", "alpha=0.385", "Command",
+                                   "normcmp plot a.npy --figure scatter --title 'a<b & c'",
+                                   NULL};
 
 static nc_panel test_panel(void)
 {
@@ -538,7 +540,15 @@ static void test_figure_png(void)
     CHECK_INT(0, nc_figure_render(&fig, NC_FMT_SVG, &s, &err));
     CHECK(mb.len > 1000 && memcmp(mb.data, "<?xml", 5) == 0);
     CHECK(memmem(mb.data, mb.len, "<svg", 4) != NULL);
-    CHECK(memmem(mb.data, mb.len, "<!--\nSoftware: normcmp test\nLayer: blocks.3.norm1\n", 50));
+    /* the metadata: an element right after the start tag, a command's "--" as it is */
+    const char *svg = memmem(mb.data, mb.len, "<svg", 4);
+    const char *tag_end = svg ? memchr(svg, '>', mb.len - (size_t)(svg - (const char *)mb.data))
+                              : NULL;
+    const char *md = "\n<metadata>\nSoftware: normcmp test\nLayer: blocks.3.norm1\n";
+    CHECK(tag_end && strncmp(tag_end + 1, md, strlen(md)) == 0);
+    const char *cmd = "Command: normcmp plot a.npy --figure scatter --title 'a&lt;b &amp; c'\n";
+    CHECK(memmem(mb.data, mb.len, cmd, strlen(cmd)) != NULL);
+    CHECK(memmem(mb.data, mb.len, "<!--", 4) == NULL);
     CHECK(memmem(mb.data, mb.len, "width=\"460.8pt\" height=\"345.6pt\"", 32) != NULL);
     CHECK(memmem(mb.data, mb.len, "<image", 6) != NULL); /* the cloud, as an image */
     nc_membuf_free(&mb);
@@ -749,7 +759,7 @@ static void test_everything_renders(void)
     CHECK(memcmp(mb.data, "%PDF", 4) == 0);
     mb.len = 0;
     CHECK_INT(0, nc_figure_render(&fig, NC_FMT_SVG, &s, &err));
-    CHECK(memmem(mb.data, mb.len, "Command: normcmp sweep - -alpha=1e-2..1e2 - - x\n", 48));
+    CHECK(memmem(mb.data, mb.len, "Command: normcmp sweep --alpha=1e-2..1e2 -- x\n", 46));
     nc_membuf_free(&mb);
 }
 
