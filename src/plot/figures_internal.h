@@ -9,6 +9,7 @@
  *   fig_depth.c   the figures across layers (alpha-std, alpha-depth)
  *   fig_grid.c    the shape of a scatter-grid: panels, columns, layers shown
  *   fig_sweep.c   the sweep figures (nc_figures_sweeps)
+ *   fig_draw.c    drawing the jobs on threads and storing them in order
  *   fig_job.c     a job's memory, grid, metadata and rendering: below
  *                 the others, which call it (never the other way)
  *
@@ -100,6 +101,17 @@ int nc_fig_draw_job(job *j, const char *command, const nc_plan *plan, unsigned f
                     nc_membuf out[3], nc_err *err);
 int nc_fig_store_job(const job *j, nc_membuf out[3], struct nc_outset *set, char **files,
                      size_t cap, size_t *nfiles, nc_err *err);
+
+/* ---- fig_draw.c --------------------------------------------------------- */
+
+/* Draws jobs[n] (their panels and rasters ready) in every format they ask
+ * for and stores them into set in job order, their names into files[]
+ * (nc_figures_render): PNGs by `threads` workers (0: one per CPU), at
+ * most two jobs a thread ahead of the storing when only PNGs are asked
+ * for; with PDF or SVG, every PNG first, then each PDF and SVG in order
+ * (cairo numbers their elements from one counter of the process). */
+int nc_fig_draw_all(job **jobs, size_t n, const nc_plan *plan, const char *command, int threads,
+                    struct nc_outset *set, char **files, size_t cap, size_t *nfiles, nc_err *err);
 
 /* ---- fig_panels.c ------------------------------------------------------- */
 

@@ -12,12 +12,11 @@
 
 #include "plot/colour.h"
 #include "plot/draw.h"
+#include "plot/ink.h"
 #include "plot/raster.h"
 #include "plot/style.h"
 #include "plot/text.h"
 
-#define INK_CELL 4          /* px per cell of the legend placement grid */
-#define INK_LINE_WEIGHT 3.0 /* ink where a line or marker passes (a cloud gives 0 to 1) */
 #define LEGEND_SLIVER 0.015 /* most of a legend box the cloud may cover (share of its area) */
 #define NOTE_SLIVER 0.08    /* of a note's (one or two short lines) */
 
@@ -100,210 +99,6 @@ static long legend_entries(const layout *L, const nc_panel *p, entry **out)
                               .dashed = h->dashed});
     }
     return (long)n;
-}
-
-/* Where ink is in the data area, on a grid of INK_CELL px cells: the
- * share of each cell's pixels the cloud covers (0 to 1), and how many
- * curves, markers or lines pass through it. */
-typedef struct inkmap {
-    int gw, gh;
-    float *cloud; /* [gh][gw] */
-    float *line;  /* [gh][gw] */
-} inkmap;
-
-/* Where nc_draw_curve_pieces sends a curve's pieces when building the ink map. */
-typedef struct inkpen {
-    inkmap *m;
-    const nc_rect *a;
-    double r; /* half the line's width, px: cells this close count too */
-} inkpen;
-
-static void ink_cell(inkmap *m, const nc_rect *a, double x, double y, double r, int *last)
-{
-    int c0 = (int)floor((x - r - a->x) / INK_CELL), c1 = (int)floor((x + r - a->x) / INK_CELL);
-    int r0 = (int)floor((y - r - a->y) / INK_CELL), r1 = (int)floor((y + r - a->y) / INK_CELL);
-    for (int cy = r0 < 0 ? 0 : r0; cy <= r1 && cy < m->gh; cy++)
-        for (int cx = c0 < 0 ? 0 : c0; cx <= c1 && cx < m->gw; cx++) {
-            int cell = cy * m->gw + cx;
-            if (cell != *last)
-                m->line[cell] += 1.0f;
-        }
-    *last = r0 == r1 && c0 == c1 ? r0 * m->gw + c0 : -1;
-}
-
-/* Marks the cells along the segment a-b (px). */
-static void ink_add_piece(void *ctx, double ax, double ay, double bx, double by, bool joined)
-{
-    (void)joined;
-    const inkpen *pen = ctx;
-    double len = hypot(bx - ax, by - ay);
-    if (!(len < 1e6))
-        return; /* not finite (a mark near DBL_MAX); pieces are clipped to the area */
-    int steps = 1 + (int)(len / (INK_CELL / 2.0));
-    int last = -1;
-    for (int k = 0; k <= steps; k++) {
-        double t = (double)k / steps;
-        ink_cell(pen->m, pen->a, ax + t * (bx - ax), ay + t * (by - ay), pen->r, &last);
-    }
-}
-
-/* The cloud's share of each cell, from the density's counts (the cell of
- * each raster column and row computed once). */
-static void ink_cloud(const layout *L, const nc_panel *p, const nc_rect *a, inkmap *m)
-{
-    int r = nc_raster_dot_radius(72.0 * L->px_pt); /* a point prints (2r + 1)^2 px */
-    const nc_density *d = p->density;
-    double X0, Y0, sx, sy;
-    nc_raster_place(p, a, d, &X0, &Y0, &sx, &sy);
-    float add = (float)(sx * sy * (2 * r + 1) * (2 * r + 1) / (INK_CELL * INK_CELL));
-    int *col = malloc((size_t)d->w * sizeof *col);
-    if (!col)
-        return; /* no cloud in the ink map: the legend may then cover some */
-    for (int i = 0; i < d->w; i++) {
-        double cx = floor((X0 + (i + 0.5) * sx - a->x) / INK_CELL);
-        col[i] = cx >= 0 && cx < m->gw ? (int)cx : -1;
-    }
-    for (int j = 0; j < d->h; j++) {
-        double cy = floor((Y0 + (j + 0.5) * sy - a->y) / INK_CELL);
-        if (!(cy >= 0 && cy < m->gh))
-            continue;
-        float *cells = m->cloud + (size_t)cy * (size_t)m->gw;
-        const uint32_t *row = d->count + (size_t)j * (size_t)d->w;
-        for (int i = 0; i < d->w; i++)
-            if (row[i] && col[i] >= 0)
-                cells[col[i]] += add;
-    }
-    free(col);
-    for (size_t c = 0; c < (size_t)m->gw * (size_t)m->gh; c++)
-        m->cloud[c] = m->cloud[c] > 1 ? 1 : m->cloud[c];
-}
-
-/* The ink map of panel p on area a: the cloud (reused from the plan's
- * map of the same area, pl->ink_cloud, when there is one), then the
- * curves, markers and lines. */
-static int ink_build(const layout *L, const nc_panel *p, const panel_layout *pl,
-                     const nc_rect *a, inkmap *m)
-{
-    m->gw = (a->w + INK_CELL - 1) / INK_CELL;
-    m->gh = (a->h + INK_CELL - 1) / INK_CELL;
-    size_t nc = (size_t)m->gw * (size_t)m->gh;
-    m->cloud = calloc(2 * nc, sizeof *m->cloud);
-    if (!m->cloud)
-        return -1;
-    m->line = m->cloud + nc;
-    if (pl && pl->ink_cloud && pl->ink_w == a->w && pl->ink_h == a->h)
-        memcpy(m->cloud, pl->ink_cloud, nc * sizeof *m->cloud);
-    else if (p->density)
-        ink_cloud(L, p, a, m);
-    inkpen pen = {m, a, 0}, *st = &pen;
-    for (size_t i = 0; i < p->ncurves; i++) {
-        const nc_curve *c = &p->curves[i];
-        pen.r = (c->width_pt > 0 ? c->width_pt : CURVE_PT) * L->s;
-        nc_draw_curve_pieces(p, a, c, 0, ink_add_piece, st);
-        pen.r = (c->marker_pt > 0 ? c->marker_pt : MARKER_PT) * L->s;
-        if (c->n == 1 || c->marker != NC_MARKER_NONE)
-            for (size_t j = 0; j < c->n; j++)
-                if (usable(p, c->x[j], c->y[j])) {
-                    double x, y;
-                    nc_panel_to_pixel(p, a, c->x[j], c->y[j], &x, &y);
-                    ink_add_piece(st, x, y, x, y, false);
-                }
-    }
-    for (size_t i = 0; i < p->nmarks; i++)
-        if (usable(p, p->marks[i].x, p->marks[i].y)) {
-            double x, y;
-            pen.r = (p->marks[i].size_pt > 0 ? p->marks[i].size_pt : MARKER_PT) * L->s * 0.6;
-            nc_panel_to_pixel(p, a, p->marks[i].x, p->marks[i].y, &x, &y);
-            ink_add_piece(st, x, y, x, y, false);
-        }
-    pen.r = REFLINE_PT * L->s;
-    for (size_t i = 0; i < p->nvlines; i++)
-        if (usable(p, p->vlines[i].x, p->y0)) {
-            double x, y;
-            nc_panel_to_pixel(p, a, p->vlines[i].x, p->y0, &x, &y);
-            ink_add_piece(st, x, a->y, x, a->y + a->h - 1, false);
-        }
-    for (size_t i = 0; i < p->nhlines; i++)
-        if (usable(p, p->x0, p->hlines[i].y)) {
-            double x, y;
-            nc_panel_to_pixel(p, a, p->x0, p->hlines[i].y, &x, &y);
-            ink_add_piece(st, a->x, y, a->x + a->w - 1, y, false);
-        }
-    return 0;
-}
-
-/* Ink under the box (bx, by, bw, bh), px: the cloud's covered share of it
- * and the cells lines pass. */
-static void ink_under(const inkmap *m, const nc_rect *a, double bx, double by, double bw,
-                      double bh, double *cloud, double *lines)
-{
-    int c0 = (int)floor((bx - a->x) / INK_CELL), c1 = (int)ceil((bx + bw - a->x) / INK_CELL);
-    int r0 = (int)floor((by - a->y) / INK_CELL), r1 = (int)ceil((by + bh - a->y) / INK_CELL);
-    double sc = 0, sl = 0, n = 0;
-    for (int r = r0 < 0 ? 0 : r0; r < r1 && r < m->gh; r++)
-        for (int c = c0 < 0 ? 0 : c0; c < c1 && c < m->gw; c++) {
-            sc += m->cloud[(size_t)r * m->gw + c];
-            sl += m->line[(size_t)r * m->gw + c];
-            n++;
-        }
-    *cloud = n > 0 ? sc / n : 0;
-    *lines = sl;
-}
-
-/* Marks the box as taken (for what is placed after it). */
-static void ink_block(inkmap *m, const nc_rect *a, double bx, double by, double bw, double bh)
-{
-    for (int r = (int)floor((by - a->y) / INK_CELL); r < ceil((by + bh - a->y) / INK_CELL); r++)
-        for (int c = (int)floor((bx - a->x) / INK_CELL); c < ceil((bx + bw - a->x) / INK_CELL);
-             c++)
-            if (r >= 0 && c >= 0 && r < m->gh && c < m->gw)
-                m->line[(size_t)r * m->gw + c] += 1e6f;
-}
-
-/* Top-left corner of a box of bw x bh at position pos inside area a. */
-static void box_at(int pos, const nc_rect *a, double pad, double bw, double bh, double *x,
-                   double *y)
-{
-    double l = a->x + pad, r = a->x + a->w - pad - bw, cx = a->x + (a->w - bw) / 2;
-    double t = a->y + pad, b = a->y + a->h - pad - bh, cy = a->y + (a->h - bh) / 2;
-    switch (pos) {
-    case NC_LEGEND_UPPER_LEFT: *x = l; *y = t; break;
-    case NC_LEGEND_LOWER_LEFT: *x = l; *y = b; break;
-    case NC_LEGEND_LOWER_RIGHT: *x = r; *y = b; break;
-    case NC_LEGEND_RIGHT:
-    case NC_LEGEND_CENTER_RIGHT: *x = r; *y = cy; break;
-    case NC_LEGEND_CENTER_LEFT: *x = l; *y = cy; break;
-    case NC_LEGEND_LOWER_CENTER: *x = cx; *y = b; break;
-    case NC_LEGEND_UPPER_CENTER: *x = cx; *y = t; break;
-    case NC_LEGEND_CENTER: *x = cx; *y = cy; break;
-    default: *x = r; *y = t; break; /* upper right */
-    }
-}
-
-/* The position among the nine with the least ink (lines first, then
- * cloud; ties to the earlier); *clean tells whether it covers no line and
- * at most a share sliver of cloud, and fits in the area. */
-static int best_position(const inkmap *m, const nc_rect *a, double pad, double bw, double bh,
-                         double sliver, bool *clean)
-{
-    int best = NC_LEGEND_UPPER_RIGHT;
-    double best_ink = HUGE_VAL, best_lines = 0, best_cloud = 0;
-    for (int pos = NC_LEGEND_UPPER_RIGHT; pos <= NC_LEGEND_CENTER; pos++) {
-        double x, y, cloud, lines;
-        box_at(pos, a, pad, bw, bh, &x, &y);
-        ink_under(m, a, x, y, bw, bh, &cloud, &lines);
-        double ink = INK_LINE_WEIGHT * lines + cloud * (bw * bh) / (INK_CELL * INK_CELL);
-        if (ink < best_ink - 1e-6) {
-            best_ink = ink;
-            best = pos;
-            best_lines = lines;
-            best_cloud = cloud;
-        }
-    }
-    if (clean)
-        *clean = best_lines == 0 && best_cloud <= sliver && bw + 2 * pad <= a->w &&
-                 bh + 2 * pad <= a->h;
-    return best;
 }
 
 static void rounded_box(cairo_t *cr, double x, double y, double w, double h, double r)
@@ -426,7 +221,7 @@ static void draw_box(cairo_t *cr, layout *L, double em, const entry *e, long n,
  * a placed label's box becomes line ink. box[i] gets the label's box
  * (x, y, w, h; w = 0 when left out). Returns the number placed. */
 static size_t place_labels(cairo_t *cr, const layout *L, const nc_figure *fig, const nc_panel *p,
-                           const nc_rect *a, inkmap *m, double (*box)[4])
+                           const nc_rect *a, nc_inkmap *m, double (*box)[4])
 {
     double sz = fmax(L->font_px * NOTE_FONT, MIN_TEXT_PT * L->px_pt);
     size_t placed = 0;
@@ -451,10 +246,10 @@ static size_t place_labels(cairo_t *cr, const layout *L, const nc_figure *fig, c
             if (x < a->x || y < a->y || x + b.w > a->x + a->w || y + h > a->y + a->h)
                 continue;
             double cloud, lines;
-            ink_under(m, a, x, y, b.w, h, &cloud, &lines);
+            nc_ink_under(m, a, x, y, b.w, h, &cloud, &lines);
             if (lines > 0)
                 continue;
-            ink_block(m, a, x, y, b.w, h);
+            nc_ink_block(m, a, x, y, b.w, h);
             box[i][0] = x, box[i][1] = y, box[i][2] = b.w, box[i][3] = h;
             placed++;
             break;
@@ -558,7 +353,7 @@ static void draw_note_lines(cairo_t *cr, layout *L, const char *note, double x, 
  * legend size, 0.85x, the smallest; one column, then two) whose best
  * position is clean; false when none is. The box is blocked in m. */
 static bool auto_inside(cairo_t *cr, const layout *L, const nc_panel *p, const entry *e, long n,
-                        inkmap *m, panel_layout *pl)
+                        nc_inkmap *m, panel_layout *pl)
 {
     double base = L->font_px * LEGEND_FONT, min = MIN_TEXT_PT * L->px_pt;
     double ems[3] = {base, fmax(min, 0.85 * base), fmax(min, 0.75 * base)};
@@ -570,14 +365,14 @@ static bool auto_inside(cairo_t *cr, const layout *L, const nc_panel *p, const e
             double bw, bh, colw, x, y;
             box_size(cr, em, e, n, p->legend_title, cols, &bw, &bh, &colw);
             bool clean = false;
-            int pos = best_position(m, &pl->area, LEG_AXESPAD * em, bw, bh, LEGEND_SLIVER, &clean);
+            int pos = nc_ink_best(m, &pl->area, LEG_AXESPAD * em, bw, bh, LEGEND_SLIVER, &clean);
             if (!clean)
                 continue;
             pl->legend = pos;
             pl->legend_cols = cols;
             pl->legend_px = em;
-            box_at(pos, &pl->area, LEG_AXESPAD * em, bw, bh, &x, &y);
-            ink_block(m, &pl->area, x, y, bw, bh);
+            nc_ink_box_at(pos, &pl->area, LEG_AXESPAD * em, bw, bh, &x, &y);
+            nc_ink_block(m, &pl->area, x, y, bw, bh);
             return true;
         }
     }
@@ -591,11 +386,11 @@ static int plan_panel(cairo_t *cr, const nc_figure *fig, layout *L, size_t k)
     const nc_panel *p = &fig->panels[k];
     panel_layout *pl = &L->p[k];
     entry *e = NULL;
-    inkmap m = {0, 0, NULL, NULL};
+    nc_inkmap m = {0, 0, NULL, NULL};
     double (*box)[4] = calloc(p->nlabels ? p->nlabels : 1, sizeof *box);
     long n = legend_entries(L, p, &e);
     int rc = -1;
-    if (n < 0 || !box || ink_build(L, p, NULL, &pl->area, &m) != 0)
+    if (n < 0 || !box || nc_ink_build(L, p, NULL, &pl->area, &m) != 0)
         goto out;
     pl->legend_px = p->legend_pt > 0 ? p->legend_pt * L->px_pt : L->font_px * LEGEND_FONT;
     pl->legend_cols = p->legend_cols > 0 ? p->legend_cols : 1;
@@ -613,15 +408,15 @@ static int plan_panel(cairo_t *cr, const nc_figure *fig, layout *L, size_t k)
     } else { /* a fixed place */
         double bw, bh, colw, x, y, pad = LEG_AXESPAD * pl->legend_px;
         box_size(cr, pl->legend_px, e, n, p->legend_title, pl->legend_cols, &bw, &bh, &colw);
-        box_at(p->legend_pos, &pl->area, pad, bw, bh, &x, &y);
-        ink_block(&m, &pl->area, x, y, bw, bh);
+        nc_ink_box_at(p->legend_pos, &pl->area, pad, bw, bh, &x, &y);
+        nc_ink_block(&m, &pl->area, x, y, bw, bh);
     }
     pl->note = NC_LEGEND_NONE;
     if (pl->note_text) {
         double bw, bh, pad = LEG_AXESPAD * note_px(L);
         bool clean = false;
         note_size(cr, L, pl->note_text, &bw, &bh);
-        int pos = best_position(&m, &pl->area, pad, bw, bh, NOTE_SLIVER, &clean);
+        int pos = nc_ink_best(&m, &pl->area, pad, bw, bh, NOTE_SLIVER, &clean);
         pl->note = p->note_pos != NC_LEGEND_AUTO ? p->note_pos
                    : clean                       ? pos
                                                  : NC_LEGEND_OUTSIDE;
@@ -816,13 +611,13 @@ int nc_legend_draw(cairo_t *cr, layout *L, const nc_figure *fig, const nc_panel 
     panel_layout *pl = &L->p[k];
     const nc_rect *a = &pl->area;
     entry *e = NULL;
-    inkmap m = {0, 0, NULL, NULL};
+    nc_inkmap m = {0, 0, NULL, NULL};
     double (*box)[4] = calloc(p->nlabels ? p->nlabels : 1, sizeof *box);
     bool inside = pl->legend != NC_LEGEND_NONE && pl->legend != NC_LEGEND_OUTSIDE;
     long n = inside ? legend_entries(L, p, &e) : 0;
     int rc = -1;
     char tag[64];
-    if (n < 0 || !box || ink_build(L, p, pl, a, &m) != 0)
+    if (n < 0 || !box || nc_ink_build(L, p, pl, a, &m) != 0)
         goto out;
     size_t shown = place_labels(cr, L, fig, p, a, &m, box);
     double sz = fmax(L->font_px * NOTE_FONT, MIN_TEXT_PT * L->px_pt);
@@ -840,10 +635,10 @@ int nc_legend_draw(cairo_t *cr, layout *L, const nc_figure *fig, const nc_panel 
     if (n > 0) {
         double bw, bh, colw, em = pl->legend_px, pad = LEG_AXESPAD * em, x, y;
         box_size(cr, em, e, n, p->legend_title, pl->legend_cols, &bw, &bh, &colw);
-        int pos = pl->legend == NC_LEGEND_AUTO ? best_position(&m, a, pad, bw, bh, 0, NULL)
+        int pos = pl->legend == NC_LEGEND_AUTO ? nc_ink_best(&m, a, pad, bw, bh, 0, NULL)
                                                : pl->legend;
-        box_at(pos, a, pad, bw, bh, &x, &y);
-        ink_block(&m, a, x, y, bw, bh);
+        nc_ink_box_at(pos, a, pad, bw, bh, &x, &y);
+        nc_ink_block(&m, a, x, y, bw, bh);
         char where[32];
         snprintf(tag, sizeof tag, "legend panel%zu", k);
         snprintf(where, sizeof where, "panel%zu", k);
@@ -853,8 +648,8 @@ int nc_legend_draw(cairo_t *cr, layout *L, const nc_figure *fig, const nc_panel 
     if (pl->note_text && pl->note != NC_LEGEND_OUTSIDE && pl->note != NC_LEGEND_NONE) {
         double bw, bh, pad = LEG_AXESPAD * note_px(L), x, y;
         note_size(cr, L, pl->note_text, &bw, &bh);
-        int pos = pl->note == NC_LEGEND_AUTO ? best_position(&m, a, pad, bw, bh, 0, NULL) : pl->note;
-        box_at(pos, a, pad, bw, bh, &x, &y);
+        int pos = pl->note == NC_LEGEND_AUTO ? nc_ink_best(&m, a, pad, bw, bh, 0, NULL) : pl->note;
+        nc_ink_box_at(pos, a, pad, bw, bh, &x, &y);
         cairo_rectangle(cr, x, y, bw, bh);
         cairo_set_source_rgba(cr, 1, 1, 1, LEG_ALPHA);
         cairo_fill(cr);
