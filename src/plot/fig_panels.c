@@ -28,6 +28,7 @@
 #define CURVE_POINTS 600 /* samples of a fitted curve across the panel */
 #define TAIL_RATIO 4.0   /* largest |x| beyond this times the 99.5th percentile: tails on a
                             symmetric log axis */
+#define QUANTILE_SAMPLE 32768 /* points (or bins) the percentile is taken over, at most */
 #define DEFAULT_TOKENS 8
 #define CONTEXT_CLOUD 0x999999 /* a cloud behind coloured points (by-token, by-channel) */
 #define CMAP_LO 0.0            /* the part of viridis used for ordered colours: its pale */
@@ -214,14 +215,18 @@ double nc_fig_abs_quantile(job *j, const nc_plan_layer *pl, double q)
         return j->xq[idx];
     const nc_fit_data *dt = &pl->result.data;
     double v = NAN;
-    double *a = dt->n ? malloc(2 * dt->n * sizeof *a) : NULL;
+    /* every stride-th point (or bin), at most QUANTILE_SAMPLE of them: it
+     * only places an axis' break, and a layer's raw points are up to 2^18 */
+    size_t stride = dt->n > QUANTILE_SAMPLE ? (dt->n + QUANTILE_SAMPLE - 1) / QUANTILE_SAMPLE : 1;
+    size_t n = dt->n ? (dt->n + stride - 1) / stride : 0;
+    double *a = n ? malloc(2 * n * sizeof *a) : NULL;
     if (a) {
-        double *w = a + dt->n;
-        for (size_t k = 0; k < dt->n; k++) {
-            a[k] = fabs(dt->x[k]);
-            w[k] = dt->w ? dt->w[k] : 1.0;
+        double *w = a + n;
+        for (size_t k = 0; k < n; k++) {
+            a[k] = fabs(dt->x[k * stride]);
+            w[k] = dt->w ? dt->w[k * stride] : 1.0;
         }
-        v = weighted_select(a, w, dt->n, q);
+        v = weighted_select(a, w, n, q);
         free(a);
     }
     if (cached)

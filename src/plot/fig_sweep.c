@@ -64,6 +64,7 @@ static void y_range(const double *const ys[2], size_t n, nc_panel *p)
 static int sweep_panels(job *j, const nc_plan_layer *pl, const nc_sweep_result *sw, bool alpha)
 {
     const char *par = alpha ? "\xce\xb1" : "C";
+    bool small = j->fig.width_in < 5.0; /* shorter labels: two legend columns */
     nc_curve *c = nc_fig_jalloc(j, 4 * sizeof *c);
     nc_vline *vl = nc_fig_jalloc(j, 2 * sizeof *vl);
     nc_mark *mk = nc_fig_jalloc(j, sizeof *mk);
@@ -80,28 +81,32 @@ static int sweep_panels(job *j, const nc_plan_layer *pl, const nc_sweep_result *
         c[k] = (nc_curve){.x = sw->grid, .y = ys[k], .n = sw->n,
                           .color = nc_rgb_hex(k % 2 ? SWEEP_FIXED : SWEEP_REFIT),
                           .width_pt = 1.6, .dashed = k % 2 ? NC_DASHED : NC_SOLID,
-                          .label = k % 2 ? fixed : (alpha ? "\xce\xb3, \xce\xb2 refitted"
-                                                          : "scale refitted")};
+                          .label = k % 2 ? fixed
+                                   : small ? "refitted"
+                                   : (alpha ? "\xce\xb3, \xce\xb2 refitted" : "scale refitted")};
     size_t nv = 0, nm = 0;
     const char *formula = nc_theory_param_formula(alpha ? NC_FIT_DYT_THEORY : NC_FIT_DYISRU_THEORY,
                                                   pl->result.norm);
+    formula = formula ? formula : "?";
     if (isfinite(sw->theory))
         vl[nv++] = (nc_vline){sw->theory, nc_rgb_hex(SWEEP_THEORY), NC_DASHED,
-                              nc_fig_jprintf(j, "theory %s = %s = %s", par, formula ? formula : "",
+                              nc_fig_jprintf(j, "theory %s%s = %s", small ? "" : par,
+                                             small ? formula : nc_fig_jprintf(j, " = %s", formula),
                                              nc_fmt_num(b1, sizeof b1, sw->theory, 4))};
     if (isfinite(sw->fitted))
-        vl[nv++] = (nc_vline){sw->fitted, nc_rgb_hex(SWEEP_FITTED), NC_DOTTED,
-                              nc_fig_jprintf(j, "fitted %s = %s", par,
+        vl[nv++] = (nc_vline){sw->fitted, nc_rgb_hex(SWEEP_FITTED), NC_DASHDOT,
+                              nc_fig_jprintf(j, "fitted %s%s%s", small ? "" : par, small ? "" : " = ",
                                              nc_fmt_num(b1, sizeof b1, sw->fitted, 4))};
     if (isfinite(sw->opt_refit))
         mk[nm++] = (nc_mark){sw->opt_refit, sw->min_refit, nc_rgb_hex(SWEEP_REFIT),
                              NC_MARKER_DIAMOND, 7,
-                             nc_fig_jprintf(j, "optimum %s = %s", par,
+                             nc_fig_jprintf(j, "optimum %s%s%s", small ? "" : par, small ? "" : " = ",
                                             nc_fmt_num(b1, sizeof b1, sw->opt_refit, 4))};
     for (int q = 0; q < 2; q++) {
         nc_panel *pn = &j->panels[q];
-        *pn = (nc_panel){.title = q ? "J\xe1\xb5\xa2\xe1\xb5\xa2 against f\xe2\x80\xb2"
-                                    : "output against y",
+        *pn = (nc_panel){.title = small ? NULL /* the y labels say it */
+                                  : q   ? "J\xe1\xb5\xa2\xe1\xb5\xa2 against f\xe2\x80\xb2"
+                                        : "output against y",
                          .xlabel = par, .ylabel = q ? "RMSE of f\xe2\x80\xb2(x) to J\xe1\xb5\xa2\xe1\xb5\xa2"
                                                     : "RMSE of f(x) to y",
                          .x0 = sw->grid[0], .x1 = sw->grid[sw->n - 1], .xlog = true,

@@ -172,16 +172,19 @@ static int full_layout(const nc_figure *fig, int W, int H, layout *L, nc_err *er
     return rc;
 }
 
-int nc_figure_placements(const nc_figure *fig, nc_placement *out, nc_err *err)
+int nc_figure_placements(const nc_figure *fig, nc_placement *out, nc_rect *areas, nc_err *err)
 {
     int W, H;
     int rc = check_figure(fig, &W, &H, err);
     layout L;
     if (rc || (rc = full_layout(fig, W, H, &L, err)))
         return rc;
-    for (size_t k = 0; k < fig->npanels; k++)
+    for (size_t k = 0; k < fig->npanels; k++) {
         out[k] = (nc_placement){L.p[k].legend, L.p[k].legend_cols,
                                 L.p[k].legend_px / L.px_pt, L.p[k].note};
+        if (areas)
+            areas[k] = L.p[k].area;
+    }
     nc_layout_free(&L);
     return 0;
 }

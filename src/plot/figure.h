@@ -266,11 +266,14 @@ typedef struct nc_placement {
 } nc_placement;
 
 /* The placements of every panel's legend and note in fig as drawn now,
- * densities included, into out[npanels]. The layout depends on them (a
- * legend in the strip shrinks the panels), and they depend on the clouds:
- * a caller that sized its rasters before filling them (nc_figure_layout)
- * pins these, then sizes them again. Returns 0, NC_EINVAL or NC_ENOMEM. */
-int nc_figure_placements(const nc_figure *fig, nc_placement *out, nc_err *err);
+ * densities included, into out[npanels], and (when areas is not NULL)
+ * the panels' data areas into areas[npanels]. The layout depends on them
+ * (a legend in the strip shrinks the panels), and they depend on the
+ * clouds: a caller that sized its rasters before filling them
+ * (nc_figure_layout) pins these, and sizes the rasters to those areas
+ * (pinned, the layout no longer moves). Returns 0, NC_EINVAL or
+ * NC_ENOMEM. */
+int nc_figure_placements(const nc_figure *fig, nc_placement *out, nc_rect *areas, nc_err *err);
 
 /* Every panel's data area (nc_figure_layout), from one layout, into
  * areas[npanels]. */

@@ -564,9 +564,13 @@ static int pin_and_resize(ctx *c, int threads, nc_err *err)
         if (!j->has_raster)
             continue;
         nc_placement *pl = malloc(j->npanels * sizeof *pl);
-        if (!pl)
+        j->areas = nc_fig_jalloc(j, j->npanels * sizeof *j->areas);
+        if (!pl || !j->areas) {
+            free(pl);
             return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-        rc = nc_figure_placements(&j->fig, pl, err);
+        }
+        /* the areas of this layout are those of the pinned one: the same decisions */
+        rc = nc_figure_placements(&j->fig, pl, j->areas, err);
         for (size_t k = 0; k < j->npanels && !rc; k++) {
             j->panels[k].legend_pos = pl[k].legend_pos;
             j->panels[k].legend_cols = pl[k].legend_cols;
@@ -579,16 +583,9 @@ static int pin_and_resize(ctx *c, int threads, nc_err *err)
     size_t nredo = 0;
     if (!redo)
         return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-    job *last = NULL;
-    const nc_rect *areas = NULL;
     for (size_t q = 0; q < c->nreq && !rc; q++) {
         raster_req *r = &c->req[q];
-        if (r->j != last && !(areas = job_areas(r->j, err))) { /* requests come by job */
-            rc = err->code;
-            break;
-        }
-        last = r->j;
-        const nc_rect *a = &areas[r->panel];
+        const nc_rect *a = &r->j->areas[r->panel];
         if (a->w == r->d->w && a->h == r->d->h)
             continue;
         if ((rc = size_raster(r->j, r->panel, a->w, a->h, err)))

@@ -39,6 +39,7 @@ typedef struct job {
     size_t nowned, capowned;
     bool oom;
     bool has_raster; /* a panel has a density raster (figures.c) */
+    nc_rect *areas;  /* its panels' final data areas, once placements are pinned (figures.c) */
     const nc_plan *plan; /* the plan drawn from (NULL: none) */
     double *xq;      /* per plan layer, the 99.5th percentile of |x| (NaN: not yet), shared by
                         the jobs of one nc_figures_render (borrowed), or NULL */
@@ -121,8 +122,9 @@ int nc_fig_draw_all(job **jobs, size_t n, const nc_plan *plan, const char *comma
  * may also be set); those returning int, 0 or an NC_E* code with err set. */
 
 /* The value below which a share q of the layer's |x| lies, over the
- * points of its fits (the raw points or the bins of x, fit_data), cached
- * in j->xq for q = 0.995; NaN without points. */
+ * points of its fits (the raw points or the bins of x, fit_data; every
+ * k-th of them when there are more than 32768), cached in j->xq for
+ * q = 0.995; NaN without points. */
 double nc_fig_abs_quantile(job *j, const nc_plan_layer *pl, double q);
 
 /* scatter (and each panel of scatter-grid, brief: shorter fit labels) */

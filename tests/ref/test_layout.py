@@ -29,6 +29,8 @@ labels (the same panel areas: data pixels only) the rules are checked:
   strip    a legend outside sits below every panel's area
   dots     a lone point of a cloud prints at least 1 pt across, at 300 and
            600 dpi too, at a contrast of at least 3:1 on white
+  stripes  no empty pixel column through a cloud (the Jacobian at 100 to
+           120 dpi)
   pinned   the legend of a few figures sits where the placement rule puts it
 
 The checker is shown to fail: a legend forced onto the S-curve, and a note
@@ -249,6 +251,24 @@ def luminance(p):
     return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
 
 
+def check_stripes(ck, path, dpi):
+    """No empty pixel columns through a cloud (a raster stretched to a wider
+    area than it was binned for): in the cloud's core, every column holds
+    at least a quarter of the cloud pixels of its neighbours."""
+    im, canvas, boxes, colours, cuts, says = layout_of(path)
+    a = np.asarray(im.convert("RGB"), dtype=float)
+    x, y, w, h = panels_of(im)[0]
+    sub = a[y:y + h, x:x + w]
+    core = hexrgb([c for k, c in colours["panel0"] if k == "cloud"][0])
+    white = np.array([255.0, 255.0, 255.0])
+    t = ((white - sub) @ (white - core)) / ((white - core) ** 2).sum()
+    resid = np.sqrt((((white - sub) - t[..., None] * (white - core)) ** 2).sum(axis=2))
+    col = ((t > 0.2) & (resid < 6)).sum(axis=0).astype(float)
+    holes = [i for i in range(1, w - 1)
+             if col[i - 1] >= 20 and col[i + 1] >= 20 and col[i] < 0.25 * (col[i - 1] + col[i + 1]) / 2]
+    ck.ok(not holes, f"{os.path.basename(path)} at {dpi} dpi: empty columns through the cloud at {holes}")
+
+
 def corner(path):
     """Where the legend inside panel 0 sits: 'upper right', 'lower left', ..."""
     im, canvas, boxes, colours, cuts, says = layout_of(path)
@@ -410,6 +430,13 @@ def dots_and_pins(ck, tmp, vit, syn):
         if p.returncode == 0:
             check_dots(ck, os.path.join(out, "late_scatter.png"), dpi)
             check_png(ck, os.path.join(out, "late_scatter.png"), f"{dpi} dpi")
+    # the Jacobian cloud of the gallery's layer at the resolutions that striped it
+    for dpi in (100, 110, 120):
+        out = os.path.join(tmp, f"stripes{dpi}")
+        p = render([vit[2]], out, "3.3x2.5", kinds="jacobian", extra=("--dpi", str(dpi)))
+        ck.ok(p.returncode == 0, f"jacobian at {dpi} dpi: {p.stderr.strip()}")
+        if p.returncode == 0:
+            check_stripes(ck, os.path.join(out, "ln11_jacobian.png"), dpi)
     # where the placement rule puts the legends of the ViT figures (a change of
     # the rule moved every one of them: pinned here)
     out = os.path.join(tmp, "vit4mnist_default")
@@ -420,11 +447,31 @@ def dots_and_pins(ck, tmp, vit, syn):
         ck.ok(got == pos, f"vit4mnist default {f}: legend {got}, expected {pos}")
 
 
+def sweeps(ck, tmp):
+    """The sweep figures of one real layer, at every size."""
+    cfg = os.path.join(tmp, "sweep.json")
+    json.dump({"name": "sw", "fits": FITS, "jacobian": {"enabled": False},
+               "layers": [{"file": os.path.join(TOP, "data/vit4mnist/ln05_input.npy"),
+                           "label": "ln05"}],
+               "sweep": {"alpha": "auto", "C": "auto", "steps": 40, "csv": False}}, open(cfg, "w"))
+    for sname, size in SIZES:
+        out = os.path.join(tmp, f"sweep_{sname}")
+        extra = ["--size", size] if size else []
+        p = run("sweep", cfg, "--out", out, "--quiet", *extra, check=False)
+        q = run("sweep", cfg, "--out", out + "_none", "--quiet", "--legend", "none", *extra,
+                check=False)
+        ck.ok(p.returncode == 0 and q.returncode == 0, f"sweep {sname}: {p.stderr}{q.stderr}")
+        if p.returncode == 0 and q.returncode == 0:
+            pngs = check_pair(ck, out, out + "_none", f"sweep {sname}")
+            ck.ok(len(pngs) == 2, f"sweep {sname}: {pngs}")
+
+
 def main():
     ck = Checker("test_layout")
     tmp = tempfile.mkdtemp(prefix="nc_layout_")
     vit, syn = samples(ck, tmp)
     model44(ck, tmp)
+    sweeps(ck, tmp)
     can_fail(ck, tmp, syn)
     dots_and_pins(ck, tmp, vit, syn)
     # outlier-steps needs its experiment
