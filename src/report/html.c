@@ -239,14 +239,7 @@ static const char script[] =
     "im[j].naturalWidth>0)ok++;var c=document.getElementById('nc-check');"
     "c.setAttribute('data-images',im.length);c.setAttribute('data-decoded',ok);"
     "c.setAttribute('data-rows',tb.rows.length);"
-    "var vw=document.documentElement.clientWidth,over=0,box=document.querySelector('.tablebox');"
-    "for(var j=0;j<im.length;j++){var r=im[j].getBoundingClientRect();"
-    "if(r.width>vw+0.5||(!box.contains(im[j])&&r.right>vw+0.5))over++;}"
-    "c.setAttribute('data-viewport',vw);"
-    "c.setAttribute('data-page-width',document.documentElement.scrollWidth);"
-    "c.setAttribute('data-images-over',over);"
-    "if(window.parent!==window){var d={};for(var q=0;q<c.attributes.length;q++)"
-    "d[c.attributes[q].name]=c.attributes[q].value;window.parent.postMessage(d,'*');}"
+
     "c.setAttribute('data-order',Array.prototype.map.call(tb.rows,function(r){"
     "return r.getAttribute('data-name');}).join('\\n'));});})();";
 

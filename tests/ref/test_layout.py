@@ -309,6 +309,9 @@ def run_config(cfg, path, out, size, look):
 
 
 def check_pair(ck, out, none, label, nlayers=None):
+    if not os.path.isdir(out):
+        ck.ok(False, f"{label}: no figures drawn")
+        return []
     pngs = sorted(f for f in os.listdir(out) if f.endswith(".png"))
     for f in pngs:
         check_png(ck, os.path.join(out, f), label, nlayers)
