@@ -8,52 +8,58 @@
  * device pixel when the raster was sized with nc_figure_data_area; the
  * reference lines; the curves; the markers; the frame, the ticks (outside,
  * like Matplotlib) and their labels, the axis labels and the title; the
- * legend; the note. Everything inside the frame is clipped to it.
+ * colour bar; the point labels; the legend; the note. Everything inside
+ * the frame is clipped to it.
  *
- * The density cloud maps counts to opacity on a log scale:
- *     alpha(c) = 0 for c = 0, else A0 + (1 - A0) * log(c) / log(cmax),
- * with cmax the largest count and A0 = 0.3 (NC_DENSITY_ALPHA_MIN), so a
- * single point is still clearly visible and the core is fully opaque
- * (when cmax is 1, every point is the core: opaque). A monochrome raster
- * is drawn in density_color; a coloured one (rgb != NULL) in each pixel's
- * mean colour. Pick a density colour that the curves stand out from (a
- * grey-blue cloud, 0x4c72b0, under vermillion and black curves reads
- * well). Above 144 dpi a raster pixel is smaller than half a point and a
- * lone point would print as an invisible speck, so each pixel then shows
- * its most opaque neighbour within r = floor(dpi / 144) pixels (a max
- * filter): points print as dots about 1 pt across, like Matplotlib's
- * scatter with s = 1. At 144 dpi and below, one count is one pixel.
+ * The density cloud is drawn as dots at least 1 pt across at every
+ * resolution (raster.h): each pixel shows the count summed over the
+ * (2r + 1)^2 pixels around it, r = nc_raster_dot_radius(dpi), mapped on a
+ * log scale, t(c) = log(c) / log(cmax), from a floor colour (density_color
+ * mixed with white to a contrast of 3:1 on white, nc_raster_floor: a lone
+ * point stays visible in print and in greyscale) to density_color at the
+ * densest pixel, opaque. A coloured raster (rgb != NULL) shows each pixel's
+ * mean colour at opacity NC_DENSITY_ALPHA_MIN + (1 - that) t. Pick a
+ * density colour that the curves stand out from (a dark blue cloud under
+ * vermillion and green curves reads well).
  *
- * Layout (computed once, deterministically, from the figure size, the
- * panels' ranges and their texts; never from the data): sizes are in
+ * Layout (computed deterministically from the figure size, the panels'
+ * ranges, their texts and where their legends and notes go): sizes are in
  * device pixels, width_in * dpi by height_in * dpi, for every format; PDF
  * and SVG draw the same layout scaled to points (72 per inch). Text sizes
  * are in points, like Matplotlib's: 10 pt by default (figure font_pt), tick
  * labels and legend 0.9x, panel titles 1.1x, the figure title 1.2x, notes
- * 0.8x. Margins come from the measured extents of the tick labels, axis
- * labels and titles; panels in one grid column share their left and right
- * margins and panels in one row their top and bottom ones, so frames and
- * axis labels line up across the grid. Tick counts follow the axis length
- * (one tick per 3.5 tick-label font sizes of length on x, per 2.5 on y;
- * 2 to 8 ticks), and an
- * axis whose labels would collide gets fewer ticks.
+ * 0.8x; no text, superscripts and subscripts included, below 6 pt. Margins
+ * come from the measured extents of the tick labels, axis labels and
+ * titles (a title or x label that does not fit is broken into two lines);
+ * panels in one grid column share their left and right margins and panels
+ * in one row their top and bottom ones, so frames and axis labels line up
+ * across the grid. Tick counts follow the axis length (one tick per 3.5
+ * tick-label font sizes of length on x, per 2.5 on y; 2 to 8 ticks), and
+ * an axis whose labels would collide gets fewer ticks. An automatic legend
+ * or note goes inside its panel only where it hides no data, which depends
+ * on the cloud: nc_figure_placements tells where they went, and a caller
+ * that sized rasters before filling them pins those places (legend_pos,
+ * legend_cols, legend_pt, note_pos) so the layout stays as it was.
  *
  * Text: cairo's toy font API with "DejaVu Sans" (fonts-dejavu-core),
  * grey-scale anti-aliasing, no hinting, so PNG, PDF and SVG measure text
  * alike. The '-' of tick labels is drawn as the minus sign U+2212; "10^k"
- * tick labels (axes.h) get a raised exponent. Other strings are UTF-8 and
- * drawn as given (Greek letters such as U+03B1 are in DejaVu Sans).
+ * tick labels (axes.h) get a raised exponent; in any string "^{...}" is a
+ * superscript and "_{...}" a subscript, and Unicode superscript and
+ * subscript characters are drawn the same way (text.h). Other strings are
+ * UTF-8 and drawn as given (Greek letters such as U+03B1 are in DejaVu
+ * Sans).
  *
  * Speed: a 1600 x 1200 PNG with a full-resolution density and 5 curves
  * takes about 35-45 ms of CPU on one core (about half of it zlib, see
  * io/png.h): layout < 1 ms, density image and dot spreading a few ms,
  * cairo drawing the rest.
  *
- * Left out: pango (no complex text layout, no markup in labels), colour
- * bars, shared legends across panels, error bars, legends too long for
- * their panel (they are drawn, overflowing), and density clouds on log
- * axes (bin log10 of the data into a linear raster instead). Rendering
- * from several threads at once has not been tried.
+ * Left out: pango (no complex text layout), shared legends across panels,
+ * error bars, legends too long for the strip at 6 pt (they are drawn,
+ * overflowing), and density clouds on log axes (bin log10 of the data into
+ * a linear raster instead). Rendering PNGs from several threads at once is
+ * done (figures.c); PDF and SVG are drawn one at a time.
  */
 #ifndef NC_FIGURE_H
 #define NC_FIGURE_H
@@ -67,7 +73,7 @@
 #include "util/err.h"
 #include "util/sink.h"
 
-#define NC_DENSITY_ALPHA_MIN 0.3 /* opacity of a pixel holding one point */
+#define NC_DENSITY_ALPHA_MIN 0.3 /* opacity of a lone point of a coloured cloud */
 
 /* A colour, components in [0, 1]. */
 typedef struct nc_rgb {

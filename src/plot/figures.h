@@ -14,8 +14,10 @@
  *   jacobian      the exact diagonal J_ii against x, with the fitted
  *                 surrogates' derivatives f'(x) (BRIEF.md "The gradient
  *                 derivation")
- *   alpha-std     fitted DyT alpha (and alpha*gamma) against 1/std(x) across
- *                 layers, with the theory line alpha = 1/(rho sqrt d)
+ *   alpha-std     fitted DyT alpha against 1/std(x) across layers, coloured by
+ *                 depth, with each layer's theory value and each model
+ *                 group's across-layer fit (fig_depth.c)
+ *   alpha-depth   fitted alpha and C against the layer index, per group
  *   tanh-family   tanh(alpha x) for a few alpha (the paper's illustration)
  *   outlier-steps the DyISRU paper's simulation: each token's outlier point
  *                 (and its mirror) with the DyT and DyISRU fits of fixed
