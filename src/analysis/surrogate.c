@@ -277,6 +277,19 @@ nc_params nc_dyt_theory_params(nc_norm_kind norm, double rho, size_t d)
     return (nc_params){.p = {1.0 / (rho * a), a, 0.0}};
 }
 
+const char *nc_theory_param_formula(nc_fit_id id, nc_norm_kind norm)
+{
+    /* the parameters of nc_dyt_theory_params and nc_dyisru_theory_params,
+     * written out: keep the two in step */
+    bool rms = norm == NC_RMSNORM;
+    if (id == NC_FIT_DYT_THEORY)
+        return rms ? "1/(\xcf\x81\xe2\x88\x9a" "d)"
+                   : "1/(\xcf\x81\xe2\x88\x9a(d\xe2\x88\x92" "1))";
+    if (id == NC_FIT_DYISRU_THEORY)
+        return rms ? "d\xcf\x81\xc2\xb2" : "(d\xe2\x88\x92" "1)\xcf\x81\xc2\xb2";
+    return NULL;
+}
+
 nc_params nc_dyisru_theory_params(nc_norm_kind norm, double rho, size_t d)
 {
     double a = nc_theory_amp(norm, d);

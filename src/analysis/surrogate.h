@@ -108,4 +108,11 @@ const char *nc_theory_definition(nc_fit_id id);
  * d >= 2). */
 double nc_theory_width(nc_norm_kind norm, size_t d);
 
+/* The formula, in rho and d (UTF-8), of the parameter those give: for
+ * NC_FIT_DYT_THEORY its alpha ("1/(\u03c1\u221ad)" for RMSNorm,
+ * "1/(\u03c1\u221a(d\u2212" "1))" for LayerNorm), for NC_FIT_DYISRU_THEORY its C
+ * ("d\u03c1\u00b2", "(d\u2212" "1)\u03c1\u00b2"); NULL for other ids. Figure
+ * legends take the formula from here, next to the numbers. */
+const char *nc_theory_param_formula(nc_fit_id id, nc_norm_kind norm);
+
 #endif

@@ -227,12 +227,20 @@ static int write_figures(const nc_config *cfg, const nc_plan *plan, const char *
         return -1;
     if (!quiet && isatty(STDERR_FILENO))
         fprintf(stderr, "\rnormcmp: rendering figures...");
+    char *refused = NULL;
     int rc = nc_figures_render(plan, shard_specs ? shard_specs : cfg->figures, nspecs, command,
                                cfg->threads, o->set, o->names + o->n, MAX_OUTPUT_FILES - o->n,
-                               &nfig, err);
+                               &nfig, &refused, err);
     free(shard_specs);
     if (!quiet && isatty(STDERR_FILENO))
         fprintf(stderr, "\r\033[K");
+    /* a figure that cannot be drawn does not stop the others: said here */
+    for (const char *r = refused; r && *r;) {
+        size_t n = strcspn(r, "\n");
+        fprintf(stderr, "normcmp: not drawn: %.*s\n", (int)n, r);
+        r += n + (r[n] == '\n');
+    }
+    free(refused);
     o->n += nfig;
     return rc;
 }
@@ -270,7 +278,7 @@ static int write_sweeps(const nc_config *cfg, const nc_plan *plan, const char *c
     if (!cfg->sweep.figure)
         return 0;
     size_t nfig = 0;
-    int rc = nc_figures_sweeps(plan, cfg->sweep.formats, command, o->set, o->names + o->n,
+    int rc = nc_figures_sweeps(plan, &cfg->sweep.look, command, o->set, o->names + o->n,
                                MAX_OUTPUT_FILES - o->n, &nfig, err);
     o->n += nfig;
     return rc;

@@ -59,6 +59,10 @@ enum {
     OPT_ALPHA0,
     OPT_NO_DROPIN,
     OPT_SWAP,
+    OPT_XLIM,
+    OPT_YLIM,
+    OPT_TITLE,
+    OPT_LABELS,
 };
 
 static const struct option fit_options[] = {
@@ -98,6 +102,10 @@ static const struct option fit_options[] = {
     {"alpha0", required_argument, NULL, OPT_ALPHA0},
     {"no-dropin", no_argument, NULL, OPT_NO_DROPIN},
     {"swap", required_argument, NULL, OPT_SWAP},
+    {"xlim", required_argument, NULL, OPT_XLIM},
+    {"ylim", required_argument, NULL, OPT_YLIM},
+    {"title", required_argument, NULL, OPT_TITLE},
+    {"labels", required_argument, NULL, OPT_LABELS},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
     {"json", no_argument, NULL, OPT_JSON},
@@ -454,6 +462,12 @@ static const char plot_help[] =
     "      --dpi N                resolution of PNGs, 10..2400 (default 150)\n"
     "      --curves LIST          fits drawn on scatter/jacobian figures (default\n"
     "                             linear,dyt,dyisru; jacobian adds the theory curves)\n"
+    "      --xlim LO,HI           x axis limits of scatter, by-token, by-channel and jacobian\n"
+    "                             (default: every point, the tails on a symmetric log axis\n"
+    "                             when they reach past 4x the 99.5th percentile of |x|)\n"
+    "      --ylim LO,HI           y axis limits of those figures\n"
+    "      --title TEXT           the figure's title; none: no title (camera-ready)\n"
+    "      --labels WHAT          auto (default) or none: alpha-std's layer names\n"
     "      --legend WHERE         auto (default: inside where it hides no data, else\n"
     "                             below), none, outside, or a corner: upper-left,\n"
     "                             upper-right, lower-left, lower-right, center, ...\n";
@@ -489,6 +503,11 @@ typedef struct fig_opts {
     bool curves[NC_FIT_COUNT];
     int legend; /* an nc_legend_pos */
     bool jacobian_off;
+    bool has_xlim, has_ylim;
+    double xlim[2], ylim[2];
+    const char *title; /* "none": no title */
+    bool no_labels;
+    bool look;         /* one of --xlim, --ylim, --title, --labels given */
 } fig_opts;
 
 static int add_figures(nc_config *cfg, const fig_opts *fo, nc_err *err)
@@ -505,6 +524,14 @@ static int add_figures(nc_config *cfg, const fig_opts *fo, nc_err *err)
         f->dpi = fo->dpi;
         memcpy(f->curves, fo->curves, sizeof f->curves);
         f->legend = fo->legend;
+        f->has_xlim = fo->has_xlim;
+        f->has_ylim = fo->has_ylim;
+        memcpy(f->xlim, fo->xlim, sizeof f->xlim);
+        memcpy(f->ylim, fo->ylim, sizeof f->ylim);
+        f->no_labels = fo->no_labels;
+        f->no_title = fo->title && strcmp(fo->title, "none") == 0;
+        if (fo->title && !f->no_title && !(f->title = strdup(fo->title)))
+            return nc_err_set(err, NC_ENOMEM, "out of memory");
         if (fo->nlayers) {
             if (!(f->layers = calloc(fo->nlayers, sizeof *f->layers)))
                 return nc_err_set(err, NC_ENOMEM, "out of memory");
@@ -665,8 +692,37 @@ static int figure_kinds(const char *arg, fit_args *a)
     return OPT_DONE;
 }
 
+/* --xlim, --ylim, --title and --labels. */
+static int look_option(int c, const char *arg, fit_args *a)
+{
+    fig_opts *fo = &a->fo;
+    switch (c) {
+    case OPT_XLIM:
+    case OPT_YLIM: {
+        bool x = c == OPT_XLIM;
+        if (!nc_fig_limits_parse(arg, x ? fo->xlim : fo->ylim))
+            return cli_usage_error(a->cmd, "--%s: expected LO,HI (numbers, LO < HI), got '%s'",
+                                   x ? "xlim" : "ylim", arg);
+        *(x ? &fo->has_xlim : &fo->has_ylim) = true;
+        break;
+    }
+    case OPT_TITLE:
+        fo->title = arg;
+        break;
+    case OPT_LABELS:
+        if (strcmp(arg, "auto") && strcmp(arg, "none"))
+            return cli_usage_error(a->cmd, "--labels: expected auto or none, got '%s'", arg);
+        fo->no_labels = strcmp(arg, "none") == 0;
+        break;
+    default:
+        return OPT_NOT_MINE;
+    }
+    fo->look = true;
+    return OPT_DONE;
+}
+
 /* The figure options of plot: --figure, --layer, --format, --size, --dpi,
- * --curves. */
+ * --curves, --legend, --xlim, --ylim, --title, --labels. */
 static int figure_option(int c, const char *arg, fit_args *a, nc_err *err)
 {
     fig_opts *fo = &a->fo;
@@ -714,7 +770,7 @@ static int figure_option(int c, const char *arg, fit_args *a, nc_err *err)
                                    "'%s'", arg);
         return OPT_DONE;
     default:
-        return OPT_NOT_MINE;
+        return look_option(c, arg, a);
     }
 }
 
@@ -771,9 +827,11 @@ static int check_fit_args(int nfiles, fit_args *a, nc_config *cfg, nc_err *err)
             cfg->jacobian.enabled = false;
         if (add_figures(cfg, fo, err) != 0)
             return cli_fail(err);
-    } else if (fo->nkinds || fo->nlayers || fo->formats || fo->w > 0 || fo->dpi > 0) {
+    } else if (fo->nkinds || fo->nlayers || fo->formats || fo->w > 0 || fo->dpi > 0 ||
+               fo->look) {
         return cli_usage_error(a->cmd, "figure options (--figure, --layer, --format, --size, "
-                               "--dpi) belong to 'normcmp plot'");
+                               "--dpi, --xlim, --ylim, --title, --labels) belong to 'normcmp "
+                               "plot'");
     }
     if (a->label && nfiles > 1)
         return cli_usage_error(a->cmd, "--label names one layer, but %d files are given",
@@ -854,6 +912,12 @@ static const char sweep_help[] =
     "\n"
     "  -o, --out DIR              output folder (default: the config's, or out/<name>)\n"
     "      --threads N            worker threads, 0..16\n"
+    "      --size WxH             the sweep figures' size in inches (default 8.4x4.1;\n"
+    "                             the config's sweep \"width\", \"height\")\n"
+    "      --dpi N                their resolution, 10..2400 (default 150; \"dpi\")\n"
+    "      --format LIST          png, pdf, svg (comma-separated; \"format\")\n"
+    "      --legend WHERE         auto, none or outside (\"legend\"; default below the panels)\n"
+    "      --title TEXT           their title; none: no title (\"title\")\n"
     "  -q, --quiet                nothing on stderr but errors: no progress, notes or\n"
     "                             warnings (report.json keeps the real-output warnings;\n"
     "                             --strict makes a disagreement an error)\n"
@@ -875,6 +939,11 @@ int cli_sweep(int argc, char **argv)
 }
 
 static const struct option run_options[] = {
+    {"size", required_argument, NULL, OPT_SIZE},
+    {"dpi", required_argument, NULL, OPT_DPI},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"legend", required_argument, NULL, OPT_LEGEND},
+    {"title", required_argument, NULL, OPT_TITLE},
     {"out", required_argument, NULL, OPT_OUT},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"sample-tokens", required_argument, NULL, OPT_SAMPLE},
@@ -917,12 +986,84 @@ static const char *data_file_kind(const char *path)
     return NULL;
 }
 
+/* The sweep figures' options of `sweep` (--size, --dpi, --format,
+ * --legend, --title) into look: OPT_DONE, OPT_NOT_MINE, or an exit status
+ * (an error printed). */
+static int sweep_look_option(int c, const char *arg, const char *cmd, nc_fig_spec *look,
+                             nc_err *err)
+{
+    switch (c) {
+    case OPT_SIZE: {
+        const char *x = strchr(arg, 'x');
+        char wbuf[32];
+        if (!x || (size_t)(x - arg) >= sizeof wbuf)
+            return cli_usage_error(cmd, "--size: expected WIDTHxHEIGHT in inches, got '%s'",
+                                   arg);
+        snprintf(wbuf, sizeof wbuf, "%.*s", (int)(x - arg), arg);
+        if (nc_parse_double(wbuf, "--size (width)", 0.5, 100, &look->width_in, err) ||
+            nc_parse_double(x + 1, "--size (height)", 0.5, 100, &look->height_in, err))
+            return cli_option_fail(cmd, err);
+        return OPT_DONE;
+    }
+    case OPT_DPI:
+        return nc_parse_double(arg, "--dpi", 10, 2400, &look->dpi, err) ? cli_option_fail(cmd, err)
+                                                                         : OPT_DONE;
+    case OPT_FORMAT:
+        return nc_fig_formats_parse(arg, &look->formats)
+                   ? OPT_DONE
+                   : cli_usage_error(cmd, "--format: expected a list of png, pdf, svg, got '%s'",
+                                     arg);
+    case OPT_LEGEND:
+        if (!nc_fig_legend_parse(arg, &look->legend) ||
+            !(look->legend == NC_LEGEND_AUTO || look->legend == NC_LEGEND_NONE ||
+              look->legend == NC_LEGEND_OUTSIDE))
+            return cli_usage_error(cmd, "--legend: expected auto, none or outside (a sweep "
+                                   "figure's two panels share one legend), got '%s'", arg);
+        return OPT_DONE;
+    case OPT_TITLE:
+        look->no_title = strcmp(arg, "none") == 0;
+        look->title = (char *)arg; /* borrowed from argv until copied */
+        return OPT_DONE;
+    default:
+        return OPT_NOT_MINE;
+    }
+}
+
+/* The sweep figures' flags over the config's sweep section. */
+static int apply_sweep_look(nc_config *cfg, const nc_fig_spec *flags, nc_err *err)
+{
+    nc_fig_spec *l = &cfg->sweep.look;
+    double px, py;
+    if (flags->width_in > 0)
+        l->width_in = flags->width_in, l->height_in = flags->height_in;
+    if (flags->dpi > 0)
+        l->dpi = flags->dpi;
+    if (flags->formats)
+        l->formats = flags->formats;
+    if (flags->legend)
+        l->legend = flags->legend;
+    if (flags->title) {
+        free(l->title);
+        l->title = NULL;
+        l->no_title = flags->no_title;
+        if (!flags->no_title && !(l->title = strdup(flags->title)))
+            return nc_err_set(err, NC_ENOMEM, "out of memory");
+    }
+    if (l->width_in > 0 && !nc_fig_pixels_ok(l->width_in, l->height_in, l->dpi, &px, &py))
+        return nc_err_set(err, NC_EINVAL, "sweep figures of %gx%g in at %g dpi make %.0f x %.0f "
+                          "pixels (expected %d to %d a side)", l->width_in, l->height_in,
+                          l->dpi > 0 ? l->dpi : NC_FIG_DEFAULT_DPI, px, py, NC_FIG_MIN_SIDE_PX,
+                          NC_FIG_MAX_SIDE_PX);
+    return 0;
+}
+
 static int run_main(int argc, char **argv, bool sweep_mode)
 {
     const char *cmd = sweep_mode ? "sweep" : "run";
     nc_err err = {0};
     nc_config *cfg = NULL;
     overrides ov = {0};
+    nc_fig_spec look = {0};
     int status = 0, c;
     size_t shard_k = 0, shard_n = 0;
     optind = 1;
@@ -934,6 +1075,15 @@ static int run_main(int argc, char **argv, bool sweep_mode)
                 return cli_option_fail(cmd, &err);
             continue;
         }
+        int st = sweep_look_option(c, optarg, cmd, &look, &err);
+        if (st != OPT_NOT_MINE && !sweep_mode && st == OPT_DONE)
+            return cli_usage_error(cmd, "--size, --dpi, --format, --legend and --title size the "
+                                   "sweep figures of 'normcmp sweep'; a run's figures take them "
+                                   "in its config's \"figures\" entries");
+        if (st == OPT_DONE)
+            continue;
+        if (st != OPT_NOT_MINE)
+            return st;
         int h = parse_override(c, optarg, &ov, &err);
         if (h < 0)
             return cli_option_fail(cmd, &err);
@@ -965,6 +1115,8 @@ static int run_main(int argc, char **argv, bool sweep_mode)
                    "\"alpha\" or \"C\" grid)", path);
         goto fail;
     }
+    if (sweep_mode && apply_sweep_look(cfg, &look, &err) != 0)
+        goto fail;
     cfg->shard_index = shard_k;
     cfg->shard_count = shard_n;
     status = launch(cfg, &ov, argc, argv, path);

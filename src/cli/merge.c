@@ -537,7 +537,7 @@ static int run_figures(const shard *s0, const cJSON *root, const char *command, 
         char **files = calloc(nkeep * 3 + 1, sizeof *files);
         size_t nf = 0;
         rc = files ? nc_figures_render(&plan, keep, nkeep, command, cfg->threads, set, files,
-                                       nkeep * 3, &nf, err)
+                                       nkeep * 3, &nf, NULL, err)
                    : nc_err_set(err, NC_ENOMEM, "out of memory");
         for (size_t k = 0; k < nf; k++) {
             if (!rc && listed(outs, files[k]))

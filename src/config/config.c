@@ -97,6 +97,7 @@ void nc_config_free(nc_config *cfg)
     for (size_t k = 0; k < cfg->sweep.nlayers; k++)
         free(cfg->sweep.layers[k]);
     free(cfg->sweep.layers);
+    nc_fig_spec_clear(&cfg->sweep.look);
     for (size_t k = 0; k < cfg->nlayers; k++) {
         nc_config_layer *l = &cfg->layers[k];
         free(l->label);

@@ -154,11 +154,81 @@ static int check_pixels(nc_config_walker *w, const char *path, const nc_fig_spec
     return 0;
 }
 
+/* "xlim" / "ylim": [lo, hi] (finite, lo < hi) or "auto" (the default). */
+static int parse_limits(nc_config_walker *w, const cJSON *obj, const char *key, const char *path,
+                        bool *has, double lim[2])
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    char p[NC_CONFIG_PATH_MAX];
+    nc_config_child_path(p, path, key);
+    if (!v || (cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0))
+        return 0;
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2 || !cJSON_IsNumber(v->child) ||
+        !cJSON_IsNumber(v->child->next) || !isfinite(v->child->valuedouble) ||
+        !isfinite(v->child->next->valuedouble) ||
+        !(v->child->valuedouble < v->child->next->valuedouble))
+        return nc_config_bad(w, p, "[lo, hi] with finite lo < hi, or \"auto\"");
+    lim[0] = v->child->valuedouble;
+    lim[1] = v->child->next->valuedouble;
+    *has = true;
+    return 0;
+}
+
+/* How a figure looks beyond its size: "legend" (a position), "title" (a
+ * string; "none": no title) and "labels" ("auto" or "none"). Shared by
+ * the "figures" entries and the "sweep" section. */
+int nc_config_parse_look(nc_config_walker *w, const cJSON *obj, const char *path, nc_fig_spec *f)
+{
+    char p[NC_CONFIG_PATH_MAX];
+    char *legend = NULL, *labels = NULL;
+    int rc = nc_config_get_string(w, obj, "legend", path, &legend);
+    if (rc)
+        return rc;
+    if (legend) {
+        bool known = nc_fig_legend_parse(legend, &f->legend);
+        free(legend);
+        if (!known) {
+            nc_config_child_path(p, path, "legend");
+            return nc_config_bad(w, p, "a legend position (auto, none, outside, upper left, upper right, lower "
+                             "left, lower right, right, center left, center right, lower "
+                             "center, upper center, center)");
+        }
+    }
+    if ((rc = nc_config_get_string(w, obj, "title", path, &f->title)))
+        return rc;
+    if (f->title && strcmp(f->title, "none") == 0) {
+        free(f->title);
+        f->title = NULL;
+        f->no_title = true;
+    }
+    if ((rc = nc_config_get_string(w, obj, "labels", path, &labels)))
+        return rc;
+    bool ok = !labels || strcmp(labels, "auto") == 0 || strcmp(labels, "none") == 0;
+    f->no_labels = labels && strcmp(labels, "none") == 0;
+    free(labels);
+    if (!ok) {
+        nc_config_child_path(p, path, "labels");
+        return nc_config_bad(w, p, "\"auto\" or \"none\"");
+    }
+    return 0;
+}
+
+/* A figure's size: "width", "height" (inches), "dpi". */
+int nc_config_parse_size(nc_config_walker *w, const cJSON *obj, const char *path, nc_fig_spec *f)
+{
+    int rc;
+    if ((rc = nc_config_get_number(w, obj, "width", path, 0.5, 100, &f->width_in, NULL)) ||
+        (rc = nc_config_get_number(w, obj, "height", path, 0.5, 100, &f->height_in, NULL)) ||
+        (rc = nc_config_get_number(w, obj, "dpi", path, 10, 2400, &f->dpi, NULL)))
+        return rc;
+    return check_pixels(w, path, f);
+}
+
 int nc_config_parse_figure(nc_config_walker *w, const cJSON *obj, int idx, nc_fig_spec *f)
 {
     static const char *const keys[] = {"type", "layers", "format", "width", "height", "dpi",
                                        "curves", "tokens", "channels", "alphas", "cols", "legend",
-                                       "name", NULL};
+                                       "name", "xlim", "ylim", "title", "labels", NULL};
     char path[NC_CONFIG_PATH_MAX], p[NC_CONFIG_PATH_MAX];
     snprintf(path, sizeof path, "figures[%d]", idx);
     if (!cJSON_IsObject(obj))
@@ -187,10 +257,10 @@ int nc_config_parse_figure(nc_config_walker *w, const cJSON *obj, int idx, nc_fi
         if ((rc = format_list(w, v, p, &f->formats)))
             return rc;
     }
-    if ((rc = nc_config_get_number(w, obj, "width", path, 0.5, 100, &f->width_in, NULL)) ||
-        (rc = nc_config_get_number(w, obj, "height", path, 0.5, 100, &f->height_in, NULL)) ||
-        (rc = nc_config_get_number(w, obj, "dpi", path, 10, 2400, &f->dpi, NULL)) ||
-        (rc = check_pixels(w, path, f)))
+    if ((rc = nc_config_parse_size(w, obj, path, f)) ||
+        (rc = parse_limits(w, obj, "xlim", path, &f->has_xlim, f->xlim)) ||
+        (rc = parse_limits(w, obj, "ylim", path, &f->has_ylim, f->ylim)) ||
+        (rc = nc_config_parse_look(w, obj, path, f)))
         return rc;
     if ((v = cJSON_GetObjectItemCaseSensitive(obj, "curves"))) {
         nc_config_child_path(p, path, "curves");
@@ -218,21 +288,6 @@ int nc_config_parse_figure(nc_config_walker *w, const cJSON *obj, int idx, nc_fi
             if (!cJSON_IsNumber(e) || !(e->valuedouble > 0) || !isfinite(e->valuedouble))
                 return nc_config_bad(w, p, "an array of 1 to 8 positive numbers");
             f->alphas[f->nalphas++] = e->valuedouble;
-        }
-    }
-    char *legend = NULL;
-    if ((rc = nc_config_get_string(w, obj, "legend", path, &legend)))
-        return rc;
-    if (legend) {
-        bool known = nc_fig_legend_parse(legend, &f->legend);
-        free(legend);
-        if (!known) {
-            nc_config_child_path(p, path, "legend");
-            return nc_config_bad(
-                w, p,
-                "a legend position (auto, none, outside, upper left, upper right, lower "
-                "left, lower right, right, center left, center right, lower "
-                "center, upper center, center)");
         }
     }
     if ((rc = nc_config_get_string(w, obj, "name", path, &f->name)))
@@ -337,7 +392,8 @@ static int parse_amp_value(nc_config_walker *w, const cJSON *obj, const char *ke
 int nc_config_parse_sweep(nc_config_walker *w, const cJSON *obj, nc_config_sweep *sw)
 {
     static const char *const keys[] = {"alpha", "C", "steps", "gamma", "beta", "scale",
-                                       "layers", "figure", "csv", "format", NULL};
+                                       "layers", "figure", "csv", "format", "width", "height",
+                                       "dpi", "legend", "title", NULL};
     if (!cJSON_IsObject(obj))
         return nc_config_bad(w, "sweep", "an object");
     int rc = nc_config_check_keys(w, obj, "sweep", keys);
@@ -366,9 +422,12 @@ int nc_config_parse_sweep(nc_config_walker *w, const cJSON *obj, nc_config_sweep
     if ((v = cJSON_GetObjectItemCaseSensitive(obj, "layers")) &&
         (rc = nc_config_get_strings(w, v, "sweep.layers", &sw->layers, &sw->nlayers)))
         return rc;
-    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "format")))
-        rc = format_list(w, v, "sweep.format", &sw->formats);
-    return rc;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "format")) &&
+        (rc = format_list(w, v, "sweep.format", &sw->look.formats)))
+        return rc;
+    if ((rc = nc_config_parse_size(w, obj, "sweep", &sw->look)))
+        return rc;
+    return nc_config_parse_look(w, obj, "sweep", &sw->look);
 }
 
 /* "alpha0": a number, or [attention-input norm, other norms]. */

@@ -49,7 +49,8 @@ typedef struct nc_config_sweep {
     char **layers;     /* patterns (owned); none: every layer */
     size_t nlayers;
     bool figure, csv;  /* write a figure and a CSV per layer and parameter (default yes) */
-    unsigned formats;  /* figure formats (0: PNG) */
+    nc_fig_spec look;  /* the figures' formats, size, dpi, legend and title ("format",
+                        * "width", "height", "dpi", "legend", "title"; owned) */
 } nc_config_sweep;
 
 /* The drop-in parameters' settings (docs/dropin.md): the top-level keys
@@ -92,6 +93,13 @@ int nc_config_parse_dropin(struct nc_config_walker *w, const struct cJSON *root,
  * roles"). Errors: NC_ENOMEM. */
 int nc_config_dropin_add_role(nc_config_dropin *D, size_t at, const char *regex,
                               const char *role, const char *origin, nc_err *err);
+
+/* A figure's "width", "height" and "dpi", and its "legend", "title" and
+ * "labels", in obj at path (a "figures" entry or the "sweep" section). */
+int nc_config_parse_size(struct nc_config_walker *w, const struct cJSON *obj, const char *path,
+                         nc_fig_spec *f);
+int nc_config_parse_look(struct nc_config_walker *w, const struct cJSON *obj, const char *path,
+                         nc_fig_spec *f);
 
 /* figures[idx] into f. */
 int nc_config_parse_figure(struct nc_config_walker *w, const struct cJSON *obj, int idx,

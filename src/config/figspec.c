@@ -3,11 +3,14 @@
  */
 #include "config/figspec.h"
 
+#include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/dump.h"
+#include "util/parse.h"
 
 static const char *const kind_names[NC_FIG_COUNT] = {
     "scatter", "scatter-grid", "by-token", "by-channel", "jacobian", "alpha-std", "tanh-family",
@@ -89,7 +92,27 @@ void nc_fig_spec_clear(nc_fig_spec *spec)
         free(spec->layers[k]);
     free(spec->layers);
     free(spec->name);
+    free(spec->title);
     memset(spec, 0, sizeof *spec);
+}
+
+bool nc_fig_limits_parse(const char *s, double lim[2])
+{
+    const char *comma = strchr(s, ',');
+    char a[64];
+    if (!comma || (size_t)(comma - s) >= sizeof a)
+        return false;
+    snprintf(a, sizeof a, "%.*s", (int)(comma - s), s);
+    double v[2];
+    for (int k = 0; k < 2; k++) {
+        if (nc_parse_double(k ? comma + 1 : a, "limit", -DBL_MAX, DBL_MAX, &v[k], NULL) != 0)
+            return false;
+    }
+    if (!(v[0] < v[1]))
+        return false;
+    lim[0] = v[0];
+    lim[1] = v[1];
+    return true;
 }
 
 bool nc_fig_pixels_ok(double w_in, double h_in, double dpi, double *wpx, double *hpx)

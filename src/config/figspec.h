@@ -66,10 +66,18 @@ typedef struct nc_fig_spec {
     size_t channels;         /* by-channel: channels highlighted (0: 4) */
     double alphas[NC_FIG_MAX_ALPHAS]; /* tanh-family (none: 0.5, 1, 2) */
     size_t nalphas;
-    int cols;                /* scatter-grid: panels per row (0: up to 3) */
+    int cols;                /* scatter-grid: panels per row (0: chosen from the canvas) */
     int legend;              /* an nc_legend_pos (0: placed automatically) */
     char *name;              /* file name stem (owned; NULL: from the kind and layer) */
+    bool has_xlim, has_ylim; /* axis limits given (scatter, by-token, by-channel, jacobian) */
+    double xlim[2], ylim[2]; /* lo < hi, linear axes */
+    char *title;             /* the figure's title (owned; NULL: the kind's own) */
+    bool no_title;           /* "none": no title (camera-ready) */
+    bool no_labels;          /* no point labels (alpha-std's layer names) */
 } nc_fig_spec;
+
+/* Parses "LO,HI" (two finite numbers, LO < HI) into lim[2]. */
+bool nc_fig_limits_parse(const char *s, double lim[2]);
 
 /* Releases what a spec owns (not the spec itself). */
 void nc_fig_spec_clear(nc_fig_spec *spec);

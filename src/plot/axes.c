@@ -151,6 +151,91 @@ int nc_ticks_linear(double lo, double hi, int target, nc_ticks *t, nc_err *err)
     return 0;
 }
 
+/* A symmetric-log tick label: plain below 1e4, else "10^k" or "m\u00d710^k". */
+static void symlog_label(double v, double step, char *buf, size_t cap)
+{
+    double a = fabs(v);
+    if (a < 1e4) {
+        nc_tick_format(v, step, a, buf, cap);
+        return;
+    }
+    int e = (int)floor(log10(a) + 1e-9);
+    int m = (int)lround(a / pow(10.0, e));
+    if (m == 1)
+        snprintf(buf, cap, "%s10^%d", v < 0 ? "-" : "", e);
+    else
+        snprintf(buf, cap, "%s%d\xc3\x97" "10^%d", v < 0 ? "-" : "", m, e);
+}
+
+/* The ticks of one tail of a symmetric-log axis, from lin out to a > lin
+ * (sign -1 or +1), at most nt of them (at least one): 1, 2 and 5 times the
+ * decades when they fit, else the decades, else every second, third, ...
+ * decade, counted down from the largest; none within 1.3 lin (the linear
+ * part's last tick). Appended to v[*n]. */
+static void tail_ticks(double lin, double a, int sign, int nt, double *v, size_t *n)
+{
+    static const int mant[3] = {1, 2, 5};
+    int k0 = (int)floor(log10(lin) + 1e-9), k1 = (int)floor(log10(a) + 1e-9);
+    double c[3 * 40];
+    int nc = 0, nd = 0;
+    for (int k = k0; k <= k1 && nc + 3 <= (int)(sizeof c / sizeof c[0]); k++)
+        for (int q = 0; q < 3; q++) {
+            double x = mant[q] * pow(10.0, k);
+            if (x > 1.3 * lin && x <= a * (1 + 1e-9)) {
+                c[nc++] = x;
+                nd += q == 0;
+            }
+        }
+    nt = nt < 1 ? 1 : nt;
+    int every = 1;
+    while (nd > 0 && (nd + every - 1) / every > nt)
+        every++;
+    int seen = 0;
+    for (int i = nc - 1; i >= 0 && *n < NC_TICKS_MAX; i--) { /* from the end inwards */
+        bool decade = fabs(c[i] - pow(10.0, floor(log10(c[i]) + 1e-9))) < 1e-9 * c[i];
+        bool take = nc <= nt ? true : nd > 0 ? decade && seen++ % every == 0 : i == nc - 1;
+        if (take)
+            v[(*n)++] = sign * c[i];
+    }
+}
+
+int nc_ticks_symlog(double lo, double hi, double lin, double dec, int target, nc_ticks *t,
+                    nc_err *err)
+{
+    memset(t, 0, sizeof *t);
+    int rc = check_range(lo, hi, target, "symmetric log", err);
+    if (rc)
+        return rc;
+    if (!(lin > 0 && isfinite(lin) && dec > 0 && isfinite(dec)))
+        return nc_err_set(err, NC_EINVAL, "symmetric log axis: linear range %g, decade %g, "
+                          "expected > 0", lin, dec);
+    /* each part gets ticks by its share of the axis */
+    double u_lo = lo >= -lin ? lo : -lin * (1 + dec * log10(-lo / lin));
+    double u_hi = hi <= lin ? hi : lin * (1 + dec * log10(hi / lin));
+    double span = u_hi - u_lo, span_lin = fmin(hi, lin) - fmax(lo, -lin), step = 0;
+    if (span_lin > 0) {
+        int tl = (int)floor(target * span_lin / span);
+        step = nc_nice_step(span_lin / (tl > 2 ? tl : 2));
+        int64_t k0, n = count_multiples(fmax(lo, -lin), fmin(hi, lin), step, &k0);
+        for (int64_t i = 0; i < n && t->n < NC_TICKS_MAX; i++)
+            t->v[t->n++] = (double)(k0 + i) * step;
+    }
+    if (lo < -lin)
+        tail_ticks(lin, -lo, -1, (int)floor(target * (-lin - u_lo) / span), t->v, &t->n);
+    if (hi > lin)
+        tail_ticks(lin, hi, 1, (int)floor(target * (u_hi - lin) / span), t->v, &t->n);
+    for (size_t i = 1; i < t->n; i++) /* ascending */
+        for (size_t j = i; j > 0 && t->v[j - 1] > t->v[j]; j--) {
+            double x = t->v[j];
+            t->v[j] = t->v[j - 1];
+            t->v[j - 1] = x;
+        }
+    for (size_t i = 0; i < t->n; i++)
+        symlog_label(t->v[i], step > 0 ? step : 1, t->label[i], NC_TICK_LABEL_MAX);
+    t->step = step;
+    return 0;
+}
+
 void nc_superscript_power(int e, char *buf, size_t cap)
 {
     static const char *const sup[10] = {"\xe2\x81\xb0", "\xc2\xb9", "\xc2\xb2", "\xc2\xb3",

@@ -70,6 +70,14 @@ int nc_ticks_linear(double lo, double hi, int target, nc_ticks *t, nc_err *err);
  * true; labels as for a linear axis). Returns 0 or NC_EINVAL. */
 int nc_ticks_log(double lo, double hi, int target, nc_ticks *t, nc_err *err);
 
+/* Ticks for a symmetric-log axis [lo, hi] (figure.h: linear within
+ * +-lin, a decade beyond spanning dec * lin): linear ticks within +-lin, as
+ * many as its share of the axis allows, and the decades 10^k beyond
+ * 1.5 lin (every second or third decade when there are many); labels
+ * plain below 1e4, else "10^k". Returns 0 or NC_EINVAL. */
+int nc_ticks_symlog(double lo, double hi, double lin, double dec, int target, nc_ticks *t,
+                    nc_err *err);
+
 /* Formats the tick value v of a linear axis with step `step` whose largest
  * |value| is maxabs, into buf[0..cap): the decimals of the step, or
  * mantissa-exponent labels when maxabs or the step call for them (see the

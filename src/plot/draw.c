@@ -10,14 +10,22 @@
 #include "plot/colour.h"
 #include "plot/style.h"
 
-void nc_draw_dash(cairo_t *cr, bool dashed, double lw)
+void nc_draw_dash(cairo_t *cr, int dash, double lw)
 {
-    if (dashed) {
-        double d[2] = {3.7 * lw, 1.6 * lw};
-        cairo_set_dash(cr, d, 2, 0);
-    } else {
+    /* Matplotlib's patterns, in line widths */
+    static const double dashed[2] = {3.7, 1.6}, dotted[2] = {0.0, 2.2}, /* round caps: dots */
+                        dashdot[4] = {6.4, 1.6, 1.0, 1.6};
+    const double *pat = dash == NC_DASHED ? dashed : dash == NC_DOTTED ? dotted
+                        : dash == NC_DASHDOT ? dashdot : NULL;
+    int n = dash == NC_DASHDOT ? 4 : 2;
+    if (!pat) {
         cairo_set_dash(cr, NULL, 0, 0);
+        return;
     }
+    double d[4];
+    for (int k = 0; k < n; k++)
+        d[k] = pat[k] * lw;
+    cairo_set_dash(cr, d, n, 0);
 }
 
 /* Liang-Barsky: clips the segment (x0,y0)-(x1,y1) to [xa,xb] x [ya,yb];

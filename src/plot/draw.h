@@ -32,9 +32,8 @@ static inline bool usable(const nc_panel *p, double x, double y)
     return isfinite(x) && isfinite(y) && (!p->xlog || x > 0) && (!p->ylog || y > 0);
 }
 
-/* Sets a solid line, or for dashed Matplotlib's "--": dashes of 3.7 and
- * gaps of 1.6 line widths lw (px). */
-void nc_draw_dash(cairo_t *cr, bool dashed, double lw);
+/* Sets the line pattern dash (an nc_dash, figure.h) for lines lw px wide. */
+void nc_draw_dash(cairo_t *cr, int dash, double lw);
 
 /* Receives one visible piece of a curve, from (ax, ay) to (bx, by) px;
  * joined when it continues the previous piece from that piece's end. */

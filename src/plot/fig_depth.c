@@ -1,166 +1,67 @@
 /*
  * fig_depth.c - the figures across layers (figures.h): alpha-std (fitted
- * DyT alpha against 1/std(x), each point named, one theory line per model)
- * and alpha-depth (fitted alpha and C against the layer index, one line
- * per model).
+ * DyT alpha against 1/std(x), coloured by depth) and alpha-depth (fitted
+ * alpha and C against the layer index, one line per model).
  *
- * A model here is the set of the selected layers that share the width d
- * (layers of one model do; models of the same width are drawn as one):
- * nc_model_groups, the run-level block's own grouping.
- * Each model gets one colour of the categorical palette (nc_cat_color),
- * in the order its first layer comes in the plan.
+ * Both start from the depth model of the selected layers (depth_model):
+ * each layer's model group and its index in depth. A group here is the
+ * run-level block's (analysis/groups.h, nc_model_groups on the layers'
+ * nc_plan_group_key: one source, norm kind and width, or one config
+ * group; called, never redone here); the index is the first
+ * number in the layer's name when those are distinct within each group
+ * (ln05 is 5, blocks.3.norm1 is 3), else the layer's order in the run. A
+ * figure of another per-layer quantity against depth takes the same
+ * model: depth_build, then depth_colour or the index.
  *
- * The across-layer fit is the run-level analysis' own (analysis/
- * run_summary.h, nc_loglog_fit: OLS of log alpha on log 1/std), one per
- * model over the model's layers the figure shows (3 or more), with its
+ * alpha-std, for a model of 12 to 65 layers: names cannot tell 40 points
+ * apart, so each point is coloured by its depth on a sequential map (a
+ * colour bar says which), each group has its marker and the dash of its
+ * across-layer fit; the layer labels that fit without covering a point, a
+ * line or another label are drawn (short: the part of the names that
+ * varies, or the layer's index on the colour bar when that is still long),
+ * and the note counts the rest. The across-layer fit is the
+ * run-level analysis' own (nc_loglog_fit: OLS of log alpha on log 1/std),
+ * one per group over its layers the figure shows (3 or more), with its
  * slope's 95 % confidence interval: when the figure shows all of a
- * model's layers, the run-level block's alpha slope of that group.
+ * group's layers, the run-level block's alpha slope of that group.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/groups.h"
 #include "analysis/run_summary.h"
 #include "plan/plan.h"
 #include "plot/axes.h"
 #include "plot/figure.h"
 #include "plot/figures_internal.h"
 
-#define MAX_MODELS 64 /* distinct widths told apart by colour; more share the last colour */
-#define MAX_FITS 16   /* model groups drawn with their fit line */
+#define CMAP_LO 0.0 /* viridis without its pale yellow end (fig_panels.c) */
+#define CMAP_HI 0.85
+#define GREY_LINE 0x999999
+#define SHORT_LABEL 8 /* a point label longer than this is the layer's index instead */
+#define FIT_LINE 0x222222
 
-/* The across-layer fit alpha = A (1/std)^b of one model group over its n
- * points (x, y), as the run-level block computes it (nc_loglog_fit); its
- * legend label in *label. False when it gives no slope (under 3 layers). */
-static bool run_fit_line(job *j, size_t d, const double *x, const double *y, size_t n,
-                         double *A, double *b, const char **label)
-{
-    nc_loglog f = nc_loglog_fit(x, y, n);
-    if (!isfinite(f.slope) || !isfinite(f.intercept))
-        return false;
-    *A = exp(f.intercept);
-    *b = f.slope;
-    *label = isfinite(f.ci_lo) ? nc_fig_jprintf(j, "fit d = %zu (%zu layers): \xce\xb1 \xe2\x88\x9d "
-                                                   "(1/std)^%.2f [%.2f, %.2f]", d, f.n, f.slope,
-                                                f.ci_lo, f.ci_hi)
-                               : nc_fig_jprintf(j, "fit d = %zu (%zu layers): \xce\xb1 \xe2\x88\x9d "
-                                                   "(1/std)^%.2f", d, f.n, f.slope);
-    return *label != NULL;
-}
+/* The markers and fit-line dashes of the groups, in group order (cycling). */
+static const int group_marker[] = {NC_MARKER_CIRCLE, NC_MARKER_SQUARE, NC_MARKER_TRIANGLE,
+                                   NC_MARKER_DIAMOND, NC_MARKER_TRIANGLE_DOWN};
+static const int group_dash[] = {NC_SOLID, NC_DASHED, NC_DASHDOT, NC_DOTTED};
+#define NMARK (sizeof group_marker / sizeof group_marker[0])
+#define NDASH (sizeof group_dash / sizeof group_dash[0])
 
-/* The model groups of the selected layers (nc_model_groups, as the run-level
- * block): grp[k] for sel[k], each group's d in ds; returns their number. */
-static size_t select_groups(job *j, const nc_plan *plan, const size_t *sel, size_t nsel,
-                            size_t *grp, size_t **ds)
-{
-    nc_group_key *key = nc_fig_jalloc(j, (nsel ? nsel : 1) * sizeof *key);
-    *ds = nc_fig_jalloc(j, (nsel ? nsel : 1) * sizeof **ds);
-    if (!key || !*ds)
-        return 0;
-    for (size_t k = 0; k < nsel; k++)
-        key[k] = nc_plan_group_key(&plan->layers[sel[k]]);
-    size_t ng = nc_model_groups(key, nsel, grp);
-    for (size_t k = 0; k < nsel; k++)
-        (*ds)[grp[k]] = key[k].d;
-    return ng;
-}
+/* ------------------------------------------------------- the depth model */
 
-/* Per model group with 3 or more points, the fit line (black, dashed
- * differently per group) into cv[*nc]. */
-static void group_fit_lines(job *j, nc_panel *p, const double *fx, const double *fy,
-                            const size_t *fg, size_t nl, const size_t *ds, size_t ng,
-                            nc_curve *cv, size_t *nc)
-{
-    double *gx = nc_fig_jalloc(j, 2 * (nl ? nl : 1) * sizeof *gx), *gy = gx ? gx + nl : NULL;
-    for (size_t g = 0; gx && g < ng && *nc < MAX_MODELS + 2 + MAX_FITS; g++) {
-        size_t n = 0;
-        for (size_t k = 0; k < nl; k++)
-            if (fg[k] == g)
-                gx[n] = fx[k], gy[n++] = fy[k];
-        double A, b, *xy = nc_fig_jalloc(j, 4 * sizeof *xy);
-        const char *label = NULL;
-        if (!xy || !run_fit_line(j, ds[g], gx, gy, n, &A, &b, &label))
-            continue;
-        xy[0] = p->x0, xy[1] = p->x1, xy[2] = A * pow(p->x0, b), xy[3] = A * pow(p->x1, b);
-        cv[(*nc)++] = (nc_curve){xy, xy + 2, 2, nc_cat_color((int)(g < MAX_MODELS ? g
-                                                                     : MAX_MODELS - 1)),
-                                 2.0, false, 0, 0, label};
-    }
-}
-
-/* alpha-std: per layer, the fitted alpha (circle) and the theory value
- * (nc_dyt_theory_params: 1/(rho sqrt d), LayerNorm 1/(rho sqrt(d-1))) (cross)
- * at 1/std(x), named by the layer; per model the
- * line alpha = (1/std)/sqrt(d) (thin, dashed) and the fit line over its
- * layers (thick, when it has 3 or more); and the line alpha = 1/std. */
-int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_t nsel,
-                           nc_panel *p, nc_err *err)
-{
-    nc_mark *m = nc_fig_jalloc(j, 2 * nsel * sizeof *m);
-    nc_label *lb = nc_fig_jalloc(j, nsel * sizeof *lb);
-    double *fx = nc_fig_jalloc(j, 2 * nsel * sizeof *fx), *fy = fx ? fx + nsel : NULL;
-    nc_curve *cv = nc_fig_jalloc(j, (MAX_MODELS + 2 + MAX_FITS) * sizeof *cv);
-    size_t *grp = nc_fig_jalloc(j, 2 * nsel * sizeof *grp), *fg = grp ? grp + nsel : NULL;
-    size_t *ds = NULL, nm = 0, nl = 0;
-    if (!m || !lb || !cv || !fx || !grp)
-        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-    size_t nd = select_groups(j, plan, sel, nsel, grp, &ds);
-    if (!ds)
-        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-    double lo = INFINITY, hi = 0, ylo = INFINITY, yhi = 0;
-    for (size_t k = 0; k < nsel; k++) {
-        const nc_plan_layer *pl = &plan->layers[sel[k]];
-        const nc_layer_result *r = &pl->result;
-        const nc_fit_result *f = &r->fits[NC_FIT_DYT];
-        double ix = 1.0 / r->stats.std, al = f->ok ? f->params.p[0] : NAN;
-        double th = nc_dyt_theory_params(r->norm, r->stats.rho, r->d).p[0];
-        if (!(al > 0 && isfinite(al) && ix > 0 && isfinite(ix)))
-            continue;
-        nc_rgb col = nc_cat_color((int)(grp[k] < MAX_MODELS ? grp[k] : MAX_MODELS - 1));
-        m[nm++] = (nc_mark){ix, al, col, NC_MARKER_CIRCLE, 6, "fitted \xce\xb1 (DyT)"};
-        if (th > 0 && isfinite(th)) {
-            m[nm++] = (nc_mark){ix, th, col, NC_MARKER_CROSS, 6,
-                                "theory \xce\xb1"};
-            ylo = fmin(ylo, th);
-            yhi = fmax(yhi, th);
-        }
-        fx[nl] = ix, fy[nl] = al, fg[nl] = grp[k];
-        lb[nl++] = (nc_label){ix, al, pl->name, col};
-        ylo = fmin(ylo, al);
-        yhi = fmax(yhi, al);
-        lo = fmin(lo, ix);
-        hi = fmax(hi, ix);
-    }
-    if (nm == 0)
-        return nc_err_set(err, NC_EINVAL, "figure 'alpha-std': no layer has a DyT fit");
-    p->xlog = p->ylog = true;
-    p->x0 = lo / 2, p->x1 = hi * 2, p->y0 = ylo / 2.5, p->y1 = yhi * 2.5;
-    size_t nc = 0;
-    for (size_t q = 0; q < nd && q < MAX_MODELS; q++) { /* alpha = (1/std)/sqrt(d), per model */
-        double *xy = nc_fig_jalloc(j, 4 * sizeof *xy), s = sqrt((double)ds[q]);
-        if (!xy)
-            return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-        xy[0] = p->x0, xy[1] = p->x1, xy[2] = p->x0 / s, xy[3] = p->x1 / s;
-        cv[nc++] = (nc_curve){xy, xy + 2, 2, nc_cat_color((int)q), 1.0, true, 0, 0,
-                              nc_fig_jprintf(j, "(1/std)/\xe2\x88\x9a" "d, d = %zu",
-                                             ds[q])};
-    }
-    double *xy = nc_fig_jalloc(j, 4 * sizeof *xy);
-    if (!xy)
-        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-    xy[0] = p->x0, xy[1] = p->x1, xy[2] = p->x0, xy[3] = p->x1;
-    if (p->x1 > p->y0 && p->x0 < p->y1) /* alpha = 1/std, when it crosses the panel */
-        cv[nc++] = (nc_curve){xy, xy + 2, 2, nc_rgb_hex(0x888888), 1.0, true, 0, 0,
-                              "\xce\xb1 = 1/std"};
-    group_fit_lines(j, p, fx, fy, fg, nl, ds, nd, cv, &nc);
-    *p = (nc_panel){.title = "DyT \xce\xb1 against 1/std(x) across layers",
-                    .xlabel = "1/std(x)", .ylabel = "\xce\xb1", .xlog = true, .ylog = true,
-                    .x0 = p->x0, .x1 = p->x1, .y0 = p->y0, .y1 = p->y1, .grid = true,
-                    .curves = cv, .ncurves = nc, .marks = m, .nmarks = nm, .labels = lb,
-                    .nlabels = nl};
-    return j->oom ? nc_err_set(err, NC_ENOMEM, "out of memory for figures") : 0;
-}
+typedef struct depth_model {
+    size_t n;      /* the selected layers */
+    size_t *grp;   /* [n] each one's group */
+    size_t ng;
+    size_t *gd;    /* [ng] each group's d */
+    const char **gname; /* [ng] what tells the group apart in a legend */
+    double *index; /* [n] each one's index in depth */
+    bool by_name;  /* the index is the number in the name (else the order) */
+    double lo, hi; /* the range of the indices */
+} depth_model;
 
 /* The index of a layer in its model: the first number in its name when
  * the model's names all have distinct ones (ln00, blocks.3.norm1), else
@@ -173,55 +74,349 @@ static double layer_index(const char *name, size_t pos, bool by_name)
     return by_name && *s ? strtod(s, NULL) : (double)pos;
 }
 
-static bool names_numbered(const nc_plan *plan, const size_t *sel, size_t nsel)
+/* (group, number) pairs, by group then number. */
+static int cmp_pair(const void *a, const void *b)
 {
-    for (size_t a = 0; a < nsel; a++) {
+    const double *x = a, *y = b;
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/* Whether every selected name has a number, distinct within its group
+ * (sorted per group: linear in memory, n log n in time). */
+static bool names_numbered(job *j, const nc_plan *plan, const size_t *sel, const depth_model *m)
+{
+    double *key = nc_fig_jalloc(j, (m->n ? m->n : 1) * 2 * sizeof *key);
+    if (!key)
+        return false;
+    for (size_t a = 0; a < m->n; a++) {
         const char *s = plan->layers[sel[a]].name;
         if (!strpbrk(s, "0123456789"))
             return false;
-        for (size_t b = 0; b < a; b++)
-            if (plan->layers[sel[a]].result.d == plan->layers[sel[b]].result.d &&
-                layer_index(s, 0, true) == layer_index(plan->layers[sel[b]].name, 0, true))
-                return false;
+        key[2 * a] = (double)m->grp[a];
+        key[2 * a + 1] = layer_index(s, 0, true);
     }
+    qsort(key, m->n, 2 * sizeof *key, cmp_pair);
+    for (size_t a = 1; a < m->n; a++) /* pairs compare as (group, number) */
+        if (key[2 * a] == key[2 * a - 2] && key[2 * a + 1] == key[2 * a - 1])
+            return false;
     return true;
 }
 
-/* One line per model of fits[id].params.p[0] against the layer index. */
-static bool depth_lines(job *j, const nc_plan *plan, const size_t *sel, size_t nsel, int id,
-                        nc_panel *p)
+/* How a legend names the group of layer k among key[n] (grouped as
+ * grp[n]): "d = 768"; with the config's group name, or the source's file
+ * name, in front when another group has the same d ("gpt2, d = 768"). */
+static const char *group_name(job *j, const nc_group_key *key, const size_t *grp, size_t n,
+                              size_t k)
 {
-    size_t *grp = nc_fig_jalloc(j, (nsel ? nsel : 1) * sizeof *grp), *ds = NULL;
-    size_t count[MAX_MODELS] = {0}, nd = grp ? select_groups(j, plan, sel, nsel, grp, &ds) : 0;
-    if (!ds)
+    bool shared = false;
+    for (size_t i = 0; i < n && !shared; i++)
+        shared = grp[i] != grp[k] && key[i].d == key[k].d;
+    const char *who = key[k].group;
+    if (!who && key[k].source) {
+        who = strrchr(key[k].source, '/');
+        who = who && who[1] ? who + 1 : key[k].source;
+    }
+    if (!shared || !who)
+        return nc_fig_jprintf(j, "d = %zu", key[k].d);
+    return nc_fig_jprintf(j, "%s, d = %zu", who, key[k].d);
+}
+
+/* The depth model of the plan layers sel[n] (memory in the job). */
+static bool depth_build(job *j, const nc_plan *plan, const size_t *sel, size_t n, depth_model *m)
+{
+    *m = (depth_model){.n = n, .lo = INFINITY, .hi = -INFINITY};
+    nc_group_key *key = nc_fig_jalloc(j, (n ? n : 1) * sizeof *key);
+    m->grp = nc_fig_jalloc(j, (n ? n : 1) * sizeof *m->grp);
+    m->gd = nc_fig_jalloc(j, (n ? n : 1) * sizeof *m->gd);
+    m->gname = nc_fig_jalloc(j, (n ? n : 1) * sizeof *m->gname);
+    m->index = nc_fig_jalloc(j, (n ? n : 1) * sizeof *m->index);
+    size_t *count = nc_fig_jalloc(j, (n ? n : 1) * sizeof *count);
+    if (!key || !m->grp || !m->gd || !m->gname || !m->index || !count)
         return false;
-    nd = nd < MAX_MODELS ? nd : MAX_MODELS; /* more widths: drawn as the first MAX_MODELS */
-    nc_curve *cv = nc_fig_jalloc(j, (nd ? nd : 1) * sizeof *cv);
-    double *xy = nc_fig_jalloc(j, 2 * (nsel ? nsel : 1) * sizeof *xy);
+    for (size_t k = 0; k < n; k++)
+        key[k] = nc_plan_group_key(&plan->layers[sel[k]]);
+    m->ng = nc_model_groups(key, n, m->grp);
+    for (size_t k = 0; k < n; k++) {
+        m->gd[m->grp[k]] = key[k].d;
+        m->gname[m->grp[k]] = group_name(j, key, m->grp, n, k);
+    }
+    m->by_name = names_numbered(j, plan, sel, m);
+    for (size_t k = 0; k < n; k++) {
+        m->index[k] = layer_index(plan->layers[sel[k]].name, count[m->grp[k]]++, m->by_name);
+        m->lo = fmin(m->lo, m->index[k]);
+        m->hi = fmax(m->hi, m->index[k]);
+    }
+    return !j->oom;
+}
+
+/* The colour of depth index v on the sequential map. */
+static nc_rgb depth_colour(const depth_model *m, double v)
+{
+    double t = m->hi > m->lo ? (v - m->lo) / (m->hi - m->lo) : 0.5;
+    return nc_colormap(CMAP_LO + (CMAP_HI - CMAP_LO) * t);
+}
+
+/* The part of the layer names that varies (their common prefix and
+ * suffix cut at '.', '_' or '-'), for short point labels: "blocks.12.norm"
+ * among blocks.*.norm is "12". The name itself when that is empty. */
+static const char *short_name(job *j, const char *name, size_t pre, size_t suf)
+{
+    size_t n = strlen(name);
+    if (pre + suf >= n)
+        return name;
+    return nc_fig_jprintf(j, "%.*s", (int)(n - pre - suf), name + pre);
+}
+
+/* The common prefix and suffix of the names, ending and starting at a
+ * separator. */
+static void common_affixes(const nc_plan *plan, const size_t *sel, size_t n, size_t *pre,
+                           size_t *suf)
+{
+    *pre = *suf = 0;
+    if (n < 2)
+        return;
+    const char *a = plan->layers[sel[0]].name;
+    size_t la = strlen(a), p = la, s = la;
+    for (size_t k = 1; k < n; k++) {
+        const char *b = plan->layers[sel[k]].name;
+        size_t lb = strlen(b), q = 0, r = 0;
+        while (q < p && q < lb && a[q] == b[q])
+            q++;
+        while (r < s && r < lb && r < la && a[la - 1 - r] == b[lb - 1 - r])
+            r++;
+        p = q, s = r;
+    }
+    while (p > 0 && !strchr("._-", a[p - 1]))
+        p--;
+    while (s > 0 && !strchr("._-", a[la - s]))
+        s--;
+    *pre = p, *suf = s;
+}
+
+/* ------------------------------------------------------------ alpha-std */
+
+/* Per group with 3 or more points, the fit line (dark, the group's dash)
+ * into cv[*nc], and the group's legend entry (its marker and dash, named
+ * with d, layer count and slope) into legend[]; groups without a fit get
+ * an entry with their marker alone (a mark at NaN: drawn in the legend
+ * only). */
+static void group_lines(job *j, nc_panel *p, const double *fx, const double *fy, const size_t *fg,
+                        size_t nl, const depth_model *m, nc_curve *cv, size_t *nc, nc_mark *hm,
+                        size_t *nh)
+{
+    double *gx = nc_fig_jalloc(j, 2 * (nl ? nl : 1) * sizeof *gx), *gy = gx ? gx + nl : NULL;
+    bool small = j->fig.width_in < 5.0;
+    for (size_t g = 0; gx && g < m->ng; g++) {
+        size_t n = 0;
+        for (size_t k = 0; k < nl; k++)
+            if (fg[k] == g)
+                gx[n] = fx[k], gy[n++] = fy[k];
+        if (n == 0)
+            continue;
+        nc_loglog f = nc_loglog_fit(gx, gy, n);
+        int mk = group_marker[g % NMARK], dash = group_dash[g % NDASH];
+        const char *what = nc_fig_jprintf(j, "%s, %zu layer%s", m->gname[g], n, n == 1 ? "" : "s");
+        if (!(isfinite(f.slope) && isfinite(f.intercept))) {
+            hm[(*nh)++] = (nc_mark){NAN, NAN, nc_rgb_hex(FIT_LINE), mk, 6, what};
+            continue;
+        }
+        double A = exp(f.intercept), b = f.slope, *xy = nc_fig_jalloc(j, 4 * sizeof *xy);
+        if (!xy)
+            return;
+        xy[0] = p->x0, xy[1] = p->x1, xy[2] = A * pow(p->x0, b), xy[3] = A * pow(p->x1, b);
+        cv[(*nc)++] = (nc_curve){xy, xy + 2, 2, nc_rgb_hex(FIT_LINE), 1.4, dash, 0, 0, NULL};
+        const char *ci = isfinite(f.ci_lo) ? nc_fig_jprintf(j, " [%.2f, %.2f]", f.ci_lo, f.ci_hi)
+                                           : "";
+        cv[(*nc)++] = (nc_curve){NULL, NULL, 0, nc_rgb_hex(FIT_LINE), 1.4, dash, mk, 6,
+                                 small ? nc_fig_jprintf(j, "%s: slope %.2f%s", what, f.slope, ci)
+                                       : nc_fig_jprintf(j, "%s: \xce\xb1 \xe2\x88\x9d "
+                                                           "(1/std)^{%.2f}%s", what, f.slope, ci)};
+    }
+}
+
+/* The labels of the points in order of importance: each group's first
+ * and last layer, then the rest by repeated halving, so that what fits
+ * is spread over depth. order[] gets positions in the labels' array. */
+static void label_order(const size_t *fg, size_t nl, size_t *order, bool *taken)
+{
+    size_t no = 0;
+    for (size_t k = 0; k < nl; k++)
+        taken[k] = false;
+    for (size_t k = 0; k < nl; k++) { /* first and last of each group */
+        bool first = true, last = true;
+        for (size_t q = 0; q < nl; q++) {
+            first = first && !(q < k && fg[q] == fg[k]);
+            last = last && !(q > k && fg[q] == fg[k]);
+        }
+        if (first || last)
+            order[no++] = k, taken[k] = true;
+    }
+    for (size_t step = nl; step >= 1 && no < nl; step /= 2) /* then halving */
+        for (size_t k = 0; k < nl; k += step ? step : 1)
+            if (!taken[k])
+                order[no++] = k, taken[k] = true;
+    for (size_t k = 0; k < nl; k++)
+        if (!taken[k])
+            order[no++] = k;
+}
+
+/* The points: per layer the fitted alpha (the group's marker) and the
+ * theory value (a cross), coloured by depth, at 1/std(x); into m[], their
+ * coordinates and groups into fx, fy, fg (nl of them); the ranges. */
+static size_t alpha_points(const nc_plan *plan, const size_t *sel, const depth_model *dm,
+                           nc_mark *m, double *fx, double *fy, size_t *fg, size_t *pos,
+                           size_t *nl, double r[4])
+{
+    size_t nm = 0;
+    r[0] = r[2] = INFINITY, r[1] = r[3] = 0;
+    for (size_t k = 0; k < dm->n; k++) {
+        const nc_layer_result *res = &plan->layers[sel[k]].result;
+        const nc_fit_result *f = &res->fits[NC_FIT_DYT];
+        double ix = 1.0 / res->stats.std, al = f->ok ? f->params.p[0] : NAN;
+        double th = nc_dyt_theory_params(res->norm, res->stats.rho, res->d).p[0];
+        if (!(al > 0 && isfinite(al) && ix > 0 && isfinite(ix)))
+            continue;
+        nc_rgb col = depth_colour(dm, dm->index[k]);
+        if (th > 0 && isfinite(th)) {
+            m[nm++] = (nc_mark){ix, th, col, NC_MARKER_CROSS, 5, NULL};
+            r[2] = fmin(r[2], th), r[3] = fmax(r[3], th);
+        }
+        m[nm++] = (nc_mark){ix, al, col, group_marker[dm->grp[k] % NMARK], 6, NULL};
+        fx[*nl] = ix, fy[*nl] = al, fg[*nl] = dm->grp[k], pos[*nl] = k;
+        (*nl)++;
+        r[2] = fmin(r[2], al), r[3] = fmax(r[3], al);
+        r[0] = fmin(r[0], ix), r[1] = fmax(r[1], ix);
+    }
+    return nm;
+}
+
+/* The grey reference lines: alpha = (1/std)/sqrt(d) per group (dashed,
+ * one legend entry), alpha = 1/std where it crosses (dotted); left out of
+ * a small figure (under 5 in wide), whose legend has room for the fits
+ * and the theory only. */
+static bool reference_lines(job *j, nc_panel *p, const depth_model *dm, nc_curve *cv, size_t *nc)
+{
+    if (j->fig.width_in < 5.0)
+        return true;
+    for (size_t g = 0; g < dm->ng; g++) {
+        double *xy = nc_fig_jalloc(j, 4 * sizeof *xy), s = sqrt((double)dm->gd[g]);
+        if (!xy)
+            return false;
+        xy[0] = p->x0, xy[1] = p->x1, xy[2] = p->x0 / s, xy[3] = p->x1 / s;
+        cv[(*nc)++] = (nc_curve){xy, xy + 2, 2, nc_rgb_hex(GREY_LINE), 0.9, NC_DASHED, 0, 0,
+                                 dm->ng > 1 ? "(1/std)/\xe2\x88\x9a" "d, each d"
+                                            : "(1/std)/\xe2\x88\x9a" "d"};
+    }
+    double *xy = nc_fig_jalloc(j, 4 * sizeof *xy);
+    if (!xy)
+        return false;
+    xy[0] = p->x0, xy[1] = p->x1, xy[2] = p->x0, xy[3] = p->x1;
+    if (p->x1 > p->y0 && p->x0 < p->y1) /* alpha = 1/std, when it crosses the panel */
+        cv[(*nc)++] = (nc_curve){xy, xy + 2, 2, nc_rgb_hex(0x666666), 1.0, NC_DOTTED, 0, 0,
+                                 "\xce\xb1 = 1/std"};
+    return true;
+}
+
+/* The theory entry of the legend: a grey cross named with the formula
+ * when every layer shown has the same norm. */
+static nc_mark theory_entry(job *j, const nc_plan *plan, const size_t *sel, size_t n)
+{
+    int norm = -1;
+    for (size_t k = 0; k < n; k++) {
+        int nk = (int)plan->layers[sel[k]].result.norm;
+        norm = norm == -1 || norm == nk ? nk : -2;
+    }
+    const char *f = norm >= 0 ? nc_theory_param_formula(NC_FIT_DYT_THEORY, (nc_norm_kind)norm)
+                              : NULL;
+    return (nc_mark){NAN, NAN, nc_rgb_hex(0x555555), NC_MARKER_CROSS, 5,
+                     f ? nc_fig_jprintf(j, "theory \xce\xb1 = %s", f) : "theory \xce\xb1"};
+}
+
+int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_t nsel,
+                           nc_panel *p, nc_err *err)
+{
+    depth_model dm;
+    size_t n1 = nsel ? nsel : 1, nm = 0, nl = 0, nc = 0;
+    double r[4];
+    if (!depth_build(j, plan, sel, nsel, &dm))
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    nc_mark *m = nc_fig_jalloc(j, (2 * n1 + dm.ng + 1) * sizeof *m);
+    nc_label *lb = nc_fig_jalloc(j, n1 * sizeof *lb);
+    double *fx = nc_fig_jalloc(j, 2 * n1 * sizeof *fx), *fy = fx ? fx + n1 : NULL;
+    size_t *fg = nc_fig_jalloc(j, 3 * n1 * sizeof *fg), *pos = fg ? fg + n1 : NULL;
+    size_t *order = fg ? fg + 2 * n1 : NULL;
+    bool *taken = nc_fig_jalloc(j, n1 * sizeof *taken);
+    nc_curve *cv = nc_fig_jalloc(j, (3 * dm.ng + 2) * sizeof *cv);
+    nc_colorbar *cb = nc_fig_jalloc(j, sizeof *cb);
+    if (!m || !lb || !fx || !fg || !taken || !cv || !cb)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    nm = alpha_points(plan, sel, &dm, m, fx, fy, fg, pos, &nl, r);
+    if (nm == 0)
+        return nc_err_set(err, NC_EINVAL, "figure 'alpha-std': no layer has a DyT fit");
+    *p = (nc_panel){.xlog = true, .ylog = true, .x0 = r[0] / 2, .x1 = r[1] * 2,
+                    .y0 = r[2] / 2.5, .y1 = r[3] * 2.5, .grid = true};
+    if (!reference_lines(j, p, &dm, cv, &nc))
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    group_lines(j, p, fx, fy, fg, nl, &dm, cv, &nc, m, &nm); /* legend-only marks after */
+    m[nm++] = theory_entry(j, plan, sel, nsel);
+    size_t pre, suf;
+    common_affixes(plan, sel, nsel, &pre, &suf);
+    label_order(fg, nl, order, taken);
+    for (size_t q = 0; q < nl; q++) {
+        size_t k = order[q];
+        const char *name = short_name(j, plan->layers[sel[pos[k]]].name, pre, suf);
+        if (name && strlen(name) > SHORT_LABEL) /* too long to fit: its index in depth */
+            name = nc_fig_jprintf(j, "%g", dm.index[pos[k]]);
+        lb[q] = (nc_label){fx[k], fy[k], name, nc_rgb_hex(0x333333)};
+    }
+    if (dm.hi > dm.lo) {
+        *cb = (nc_colorbar){dm.lo, dm.hi, false, CMAP_LO, CMAP_HI,
+                            dm.by_name ? "layer" : "layer (order in the run)"};
+        p->cbar = cb;
+    }
+    p->title = nc_fig_title(j, "DyT \xce\xb1 against 1/std(x) across layers");
+    p->xlabel = "1/std(x)";
+    p->ylabel = "\xce\xb1";
+    p->curves = cv, p->ncurves = nc;
+    p->marks = m, p->nmarks = nm;
+    p->labels = j->spec->no_labels ? NULL : lb, p->nlabels = j->spec->no_labels ? 0 : nl;
+    p->labels_what = "layers";
+    return j->oom ? nc_err_set(err, NC_ENOMEM, "out of memory for figures") : 0;
+}
+
+/* ---------------------------------------------------------- alpha-depth */
+
+/* One line per group of fits[id].params.p[0] against the layer index. */
+static bool depth_lines(job *j, const nc_plan *plan, const size_t *sel, const depth_model *dm,
+                        int id, nc_panel *p)
+{
+    size_t n = dm->n;
+    nc_curve *cv = nc_fig_jalloc(j, (dm->ng ? dm->ng : 1) * sizeof *cv);
+    double *xy = nc_fig_jalloc(j, 2 * (n ? n : 1) * sizeof *xy);
     if (!cv || !xy)
         return false;
-    bool by_name = names_numbered(plan, sel, nsel);
     double lo = INFINITY, hi = 0, xlo = INFINITY, xhi = -INFINITY;
     size_t used = 0;
-    for (size_t q = 0; q < nd; q++) {
-        double *x = xy + used, *y = xy + nsel + used;
-        size_t n = 0;
-        for (size_t k = 0; k < nsel; k++) {
-            const nc_plan_layer *pl = &plan->layers[sel[k]];
-            if (pl->result.d != ds[q])
+    for (size_t g = 0; g < dm->ng; g++) {
+        double *x = xy + used, *y = xy + n + used;
+        size_t m = 0;
+        for (size_t k = 0; k < n; k++) {
+            if (dm->grp[k] != g)
                 continue;
-            const nc_fit_result *f = &pl->result.fits[id];
-            x[n] = layer_index(pl->name, count[q]++, by_name);
-            y[n] = f->ok && f->params.p[0] > 0 ? f->params.p[0] : NAN;
-            if (isfinite(y[n])) {
-                lo = fmin(lo, y[n]), hi = fmax(hi, y[n]);
-                xlo = fmin(xlo, x[n]), xhi = fmax(xhi, x[n]);
+            const nc_fit_result *f = &plan->layers[sel[k]].result.fits[id];
+            x[m] = dm->index[k];
+            y[m] = f->ok && f->params.p[0] > 0 ? f->params.p[0] : NAN;
+            if (isfinite(y[m])) {
+                lo = fmin(lo, y[m]), hi = fmax(hi, y[m]);
+                xlo = fmin(xlo, x[m]), xhi = fmax(xhi, x[m]);
             }
-            n++;
+            m++;
         }
-        used += n;
-        cv[q] = (nc_curve){x, y, n, nc_cat_color((int)q), 1.4, false, NC_MARKER_CIRCLE, 5,
-                           nc_fig_jprintf(j, "d = %zu", ds[q])};
+        used += m;
+        cv[g] = (nc_curve){x, y, m, nc_cat_color((int)g), 1.4, group_dash[g % NDASH],
+                           group_marker[g % NMARK], 5, dm->gname[g]};
     }
     if (!(hi > 0))
         lo = 0.5, hi = 2, xlo = 0, xhi = 1;
@@ -234,9 +429,9 @@ static bool depth_lines(job *j, const nc_plan *plan, const size_t *sel, size_t n
     p->y0 = p->ylog ? lo / 1.5 : fmax(0, lo - 0.15 * span);
     p->y1 = p->ylog ? hi * 1.5 : hi + 0.15 * span;
     p->curves = cv;
-    p->ncurves = nd;
+    p->ncurves = dm->ng;
     p->grid = true;
-    p->xlabel = by_name ? "layer" : "layer (order in the run)";
+    p->xlabel = dm->by_name ? "layer" : "layer (order in the run)";
     return !j->oom;
 }
 
@@ -251,12 +446,17 @@ int nc_fig_alpha_depth_panel(job *j, const nc_plan *plan, const size_t *sel, siz
     if (!any)
         return nc_err_set(err, NC_EINVAL, "figure 'alpha-depth': no layer has a DyT or DyISRU "
                                           "fit");
-    if (!depth_lines(j, plan, sel, nsel, NC_FIT_DYT, p) ||
-        !depth_lines(j, plan, sel, nsel, NC_FIT_DYISRU, q))
+    depth_model dm;
+    if (!depth_build(j, plan, sel, nsel, &dm) || !depth_lines(j, plan, sel, &dm, NC_FIT_DYT, p) ||
+        !depth_lines(j, plan, sel, &dm, NC_FIT_DYISRU, q))
         return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-    p->title = "DyT \xce\xb1 by layer";
+    p->title = nc_fig_title(j, "DyT \xce\xb1 by layer");
     p->ylabel = "fitted \xce\xb1";
-    q->title = "DyISRU C by layer";
+    q->title = nc_fig_title(j, "DyISRU C by layer");
     q->ylabel = "fitted C";
+    if (j->spec->title && !j->spec->no_title) { /* one title for the figure, not each panel */
+        j->fig.title = j->spec->title;
+        p->title = q->title = NULL;
+    }
     return 0;
 }

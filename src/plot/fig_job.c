@@ -22,6 +22,7 @@
 #include "plan/plan.h"
 #include "plot/figure.h"
 #include "plot/figures_internal.h"
+#include "plot/text.h"
 #include "util/outfile.h"
 #include "util/version.h"
 
@@ -68,27 +69,63 @@ __attribute__((format(printf, 2, 3))) char *nc_fig_jprintf(job *j, const char *f
     return s;
 }
 
-/* Appends a printf-formatted piece to the job-owned string *s (NULL: ""),
- * replacing *s; false when out of memory. */
-__attribute__((format(printf, 3, 4))) static bool jappend(job *j, char **s, const char *fmt, ...)
+/* A string built by appending, in a buffer that doubles when full, so
+ * that building the metadata of a figure over n layers takes O(n) time
+ * and memory (a copy per append kept every intermediate string: quadratic
+ * in the layers). ok turns false on the first failed allocation. */
+typedef struct strbuf {
+    char *s;
+    size_t n, cap;
+    bool ok;
+} strbuf;
+
+__attribute__((format(printf, 2, 3))) static void sb_printf(strbuf *b, const char *fmt, ...)
 {
+    if (!b->ok)
+        return;
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    size_t old = *s ? strlen(*s) : 0;
-    if (n < 0)
-        return false;
-    char *t = nc_fig_jalloc(j, old + (size_t)n + 1);
-    if (!t)
-        return false;
-    if (old)
-        memcpy(t, *s, old);
+    if (n < 0) {
+        b->ok = false;
+        return;
+    }
+    if (b->n + (size_t)n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + (size_t)n + 1)
+            cap *= 2;
+        char *g = realloc(b->s, cap);
+        if (!g) {
+            b->ok = false;
+            return;
+        }
+        b->s = g;
+        b->cap = cap;
+    }
     va_start(ap, fmt);
-    vsnprintf(t + old, (size_t)n + 1, fmt, ap);
+    vsnprintf(b->s + b->n, (size_t)n + 1, fmt, ap);
     va_end(ap);
-    *s = t; /* the old string stays owned by the job until it is freed */
-    return true;
+    b->n += (size_t)n;
+}
+
+/* The finished string, handed to job j ("" when nothing was appended);
+ * NULL when out of memory (the buffer is freed either way). */
+static char *sb_finish(job *j, strbuf *b)
+{
+    if (b->ok && !b->s)
+        sb_printf(b, "%s", "");
+    if (!b->ok) {
+        free(b->s);
+        j->oom = true;
+        return NULL;
+    }
+    return own(j, b->s);
+}
+
+const char *nc_fig_title(const job *j, const char *own)
+{
+    return j->spec->no_title ? NULL : j->spec->title ? j->spec->title : own;
 }
 
 bool nc_fig_job_panels(job *j, size_t n)
@@ -96,6 +133,18 @@ bool nc_fig_job_panels(job *j, size_t n)
     j->panels = nc_fig_jalloc(j, (n ? n : 1) * sizeof *j->panels);
     j->cap_panels = j->panels ? n : 0;
     return j->panels != NULL;
+}
+
+bool nc_fig_job_shows(job *j, const size_t *layers, size_t n)
+{
+    size_t *v = nc_fig_jalloc(j, (n ? n : 1) * sizeof *v);
+    if (!v)
+        return false;
+    if (n)
+        memcpy(v, layers, n * sizeof *v);
+    j->shown = v;
+    j->nshown = n;
+    return true;
 }
 
 void nc_fig_job_free(job *j)
@@ -142,7 +191,7 @@ void nc_fig_set_grid(job *j, size_t n, int cols, double w_in, double h_in,
 }
 
 /* "DyT: alpha=0.5 gamma=1; ..." for the fits of r that succeeded. */
-static bool fit_params_text(job *j, const nc_layer_result *r, char **out)
+static void fit_params_text(strbuf *out, const nc_layer_result *r)
 {
     bool first = true;
     for (int id = 0; id < NC_FIT_COUNT; id++) {
@@ -150,53 +199,59 @@ static bool fit_params_text(job *j, const nc_layer_result *r, char **out)
         if (!f->ok)
             continue;
         const nc_surrogate *s = nc_surrogate_get((nc_fit_id)id);
-        if (!jappend(j, out, "%s%s:", first ? "" : "; ", s->name))
-            return false;
+        sb_printf(out, "%s%s:", first ? "" : "; ", s->name);
         first = false;
         for (int q = 0; q < s->nparams; q++)
-            if (!jappend(j, out, " %s=%.6g", s->param[q], f->params.p[q]))
-                return false;
+            sb_printf(out, " %s=%.6g", s->param[q], f->params.p[q]);
     }
-    return true;
 }
 
-/* Whether plan layer pl is shown in job j (its name starts a panel title;
- * every layer for the figures across layers). */
-static bool shows_layer(const job *j, const nc_plan_layer *pl)
+/* Appends label (its script marks plain: "R^2") and a newline to b,
+ * unless it is there already (entries with one label are one legend
+ * entry). */
+static void legend_line(strbuf *b, const char *label)
 {
-    if (j->spec->kind == NC_FIG_ALPHA_STD || j->spec->kind == NC_FIG_ALPHA_DEPTH)
-        return pl->result.fits[NC_FIT_DYT].ok || pl->result.fits[NC_FIT_DYISRU].ok;
-    size_t n = strlen(pl->name);
-    for (size_t p = 0; p < j->npanels; p++)
-        if (j->panels[p].title && strncmp(j->panels[p].title, pl->name, n) == 0 &&
-            (j->panels[p].title[n] == '\0' || j->panels[p].title[n] == ' '))
-            return true;
-    return false;
+    char plain[512], line[520];
+    if (!label || !*label)
+        return;
+    nc_text_plain(label, plain, sizeof plain);
+    snprintf(line, sizeof line, "\n%s\n", plain);
+    if (b->s && (strncmp(b->s, line + 1, strlen(line + 1)) == 0 || strstr(b->s, line)))
+        return;
+    sb_printf(b, "%s\n", plain);
+}
+
+/* The labels of panel p's legend entries (curves, marks, lines) into b. */
+static void legend_text(strbuf *b, const nc_panel *p)
+{
+    for (size_t c = 0; c < p->ncurves; c++)
+        legend_line(b, p->curves[c].label);
+    for (size_t c = 0; c < p->nmarks; c++)
+        legend_line(b, p->marks[c].label);
+    for (size_t c = 0; c < p->nvlines; c++)
+        legend_line(b, p->vlines[c].label);
+    for (size_t c = 0; c < p->nhlines; c++)
+        legend_line(b, p->hlines[c].label);
 }
 
 /* The metadata of job j: the pairs of figure.h's meta, owned by the job. */
 static int job_meta(job *j, const char *command, const nc_plan *plan, nc_err *err)
 {
-    char *layers = NULL, *params = NULL;
-    bool ok = jappend(j, &layers, "%s", "") && jappend(j, &params, "%s", "");
+    strbuf lb = {.ok = true}, pb = {.ok = true}, gb = {.ok = true};
     bool first = true;
-    for (size_t k = 0; k < plan->nlayers && ok; k++) {
-        const nc_plan_layer *pl = &plan->layers[k];
-        if (!shows_layer(j, pl))
-            continue;
-        ok = jappend(j, &layers, "%s%s", first ? "" : ", ", pl->name) &&
-             jappend(j, &params, "%s%s: ", first ? "" : " | ", pl->name) &&
-             fit_params_text(j, &pl->result, &params);
+    for (size_t k = 0; k < j->nshown && lb.ok && pb.ok; k++) {
+        const nc_plan_layer *pl = &plan->layers[j->shown[k]];
+        sb_printf(&lb, "%s%s", first ? "" : ", ", pl->name);
+        sb_printf(&pb, "%s%s: ", first ? "" : " | ", pl->name);
+        fit_params_text(&pb, &pl->result);
         first = false;
     }
-    char *legend = NULL; /* the curves' legend entries, one a line */
-    ok = ok && jappend(j, &legend, "%s", "");
-    for (size_t p = 0; p < j->npanels && ok; p++)
-        for (size_t c = 0; c < j->panels[p].ncurves && ok; c++)
-            if (j->panels[p].curves[c].label)
-                ok = jappend(j, &legend, "%s%s", legend[0] ? "\n" : "",
-                             j->panels[p].curves[c].label);
-    if (!ok)
+    for (size_t p = 0; p < j->npanels; p++) /* the legend entries, one a line, plain */
+        legend_text(&gb, &j->panels[p]);
+    if (gb.ok && gb.n) /* no newline after the last */
+        gb.s[--gb.n] = '\0';
+    char *layers = sb_finish(j, &lb), *params = sb_finish(j, &pb), *legend = sb_finish(j, &gb);
+    if (!layers || !params || !legend)
         return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
     const char *title = j->fig.title ? j->fig.title : (j->panels[0].title ? j->panels[0].title : "");
     const char *pairs[] = {"Software", NC_TOOL_NAME " " NC_VERSION, "Title", title, "Command",

@@ -48,65 +48,83 @@ static void y_range(const double *const ys[2], size_t n, nc_panel *p)
     p->y1 = logy ? hi * 1.5 : hi * 1.05;
 }
 
+/* Colours of the sweeps, none a fit's (which mean a surrogate
+ * elsewhere): the refitted and fixed series black and grey, the theory
+ * and fitted values indigo and wine (the categorical palette). */
+#define SWEEP_REFIT 0x000000
+#define SWEEP_FIXED 0x777777
+#define SWEEP_THEORY 0x332288
+#define SWEEP_FITTED 0x882255
+
 /* The two panels of a sweep: the output's RMSE (left) and the Jacobian
  * diagonal's (right), one quantity per axis; refitted solid, fixed
- * dashed; the theory and fitted values as vertical lines, the optimum as
+ * dashed; the theory and fitted values as vertical lines (the theory's
+ * formula for the layer's norm from the surrogate table), the optimum as
  * a diamond on the left. Returns 0 or -1 (memory). */
-static int sweep_panels(job *j, const nc_sweep_result *sw, bool alpha)
+static int sweep_panels(job *j, const nc_plan_layer *pl, const nc_sweep_result *sw, bool alpha)
 {
     const char *par = alpha ? "\xce\xb1" : "C";
+    bool small = j->fig.width_in < 5.0; /* shorter labels: two legend columns */
     nc_curve *c = nc_fig_jalloc(j, 4 * sizeof *c);
     nc_vline *vl = nc_fig_jalloc(j, 2 * sizeof *vl);
     nc_mark *mk = nc_fig_jalloc(j, sizeof *mk);
-    const char *fixed = alpha ? nc_fig_jprintf(j, "fixed \xce\xb3 = %.4g, \xce\xb2 = %.4g",
-                                               sw->fixed_amp, sw->fixed_off)
-                              : nc_fig_jprintf(j, "fixed scale = %.4g", sw->fixed_amp);
+    char b1[32], b2[32];
+    const char *fixed = alpha ? nc_fig_jprintf(j, "fixed \xce\xb3 = %s, \xce\xb2 = %s",
+                                               nc_fmt_num(b1, sizeof b1, sw->fixed_amp, 4),
+                                               nc_fmt_num(b2, sizeof b2, sw->fixed_off, 4))
+                              : nc_fig_jprintf(j, "fixed scale = %s",
+                                               nc_fmt_num(b1, sizeof b1, sw->fixed_amp, 4));
     if (!c || !vl || !mk || !fixed)
         return -1;
     const double *ys[4] = {sw->rmse_refit, sw->rmse_fixed, sw->jac_refit, sw->jac_fixed};
     for (int k = 0; k < 4; k++)
         c[k] = (nc_curve){.x = sw->grid, .y = ys[k], .n = sw->n,
-                          .color = k % 2 ? nc_rgb_hex(0x0072B2) : nc_rgb_hex(0xD55E00),
-                          .width_pt = 1.6, .dashed = k % 2 == 1,
-                          .label = k % 2 ? fixed : (alpha ? "\xce\xb3, \xce\xb2 refitted"
-                                                          : "scale refitted")};
+                          .color = nc_rgb_hex(k % 2 ? SWEEP_FIXED : SWEEP_REFIT),
+                          .width_pt = 1.6, .dashed = k % 2 ? NC_DASHED : NC_SOLID,
+                          .label = k % 2 ? fixed
+                                   : small ? "refitted"
+                                   : (alpha ? "\xce\xb3, \xce\xb2 refitted" : "scale refitted")};
     size_t nv = 0, nm = 0;
-    char nb[32];
+    const char *formula = nc_theory_param_formula(alpha ? NC_FIT_DYT_THEORY : NC_FIT_DYISRU_THEORY,
+                                                  pl->result.norm);
+    formula = formula ? formula : "?";
     if (isfinite(sw->theory))
-        vl[nv++] = (nc_vline){sw->theory, nc_rgb_hex(0x009E73), true,
-                              nc_fig_jprintf(j, "theory %s = %s",
-                                             alpha ? "1/(\xcf\x81\xe2\x88\x9a" "d)"
-                                                   : "d\xcf\x81\xc2\xb2",
-                                             nc_fmt_num(nb, sizeof nb, sw->theory, 4))};
+        vl[nv++] = (nc_vline){sw->theory, nc_rgb_hex(SWEEP_THEORY), NC_DASHED,
+                              nc_fig_jprintf(j, "theory %s%s = %s", small ? "" : par,
+                                             small ? formula : nc_fig_jprintf(j, " = %s", formula),
+                                             nc_fmt_num(b1, sizeof b1, sw->theory, 4))};
     if (isfinite(sw->fitted))
-        vl[nv++] = (nc_vline){sw->fitted, nc_rgb_hex(0xCC79A7), true,
-                              nc_fig_jprintf(j, "fitted %s = %s", par,
-                                             nc_fmt_num(nb, sizeof nb, sw->fitted, 4))};
+        vl[nv++] = (nc_vline){sw->fitted, nc_rgb_hex(SWEEP_FITTED), NC_DASHDOT,
+                              nc_fig_jprintf(j, "fitted %s%s%s", small ? "" : par, small ? "" : " = ",
+                                             nc_fmt_num(b1, sizeof b1, sw->fitted, 4))};
     if (isfinite(sw->opt_refit))
-        mk[nm++] = (nc_mark){sw->opt_refit, sw->min_refit, nc_rgb_hex(0x000000),
+        mk[nm++] = (nc_mark){sw->opt_refit, sw->min_refit, nc_rgb_hex(SWEEP_REFIT),
                              NC_MARKER_DIAMOND, 7,
-                             nc_fig_jprintf(j, "optimum %s = %s", par,
-                                            nc_fmt_num(nb, sizeof nb, sw->opt_refit, 4))};
+                             nc_fig_jprintf(j, "optimum %s%s%s", small ? "" : par, small ? "" : " = ",
+                                            nc_fmt_num(b1, sizeof b1, sw->opt_refit, 4))};
     for (int q = 0; q < 2; q++) {
         nc_panel *pn = &j->panels[q];
-        *pn = (nc_panel){.title = q ? "J\xe1\xb5\xa2\xe1\xb5\xa2 against f\xe2\x80\xb2"
-                                    : "output against y",
+        *pn = (nc_panel){.title = small ? NULL /* the y labels say it */
+                                  : q   ? "J\xe1\xb5\xa2\xe1\xb5\xa2 against f\xe2\x80\xb2"
+                                        : "output against y",
                          .xlabel = par, .ylabel = q ? "RMSE of f\xe2\x80\xb2(x) to J\xe1\xb5\xa2\xe1\xb5\xa2"
                                                     : "RMSE of f(x) to y",
                          .x0 = sw->grid[0], .x1 = sw->grid[sw->n - 1], .xlog = true,
                          .grid = true, .curves = c + 2 * q, .ncurves = 2, .vlines = vl,
                          .nvlines = nv, .marks = q ? NULL : mk, .nmarks = q ? 0 : nm,
-                         .note = q ? NULL : (sw->exact ? "exact (raw points)" : "on bins of x")};
+                         .note = q ? NULL : (sw->exact ? "exact (raw points)" : "on bins of x"),
+                         .legend_pos = j->spec->legend};
         y_range(ys + 2 * q, sw->n, pn);
     }
     return j->oom ? -1 : 0;
 }
 
-int nc_figures_sweeps(const struct nc_plan *plan, unsigned formats, const char *command,
+int nc_figures_sweeps(const struct nc_plan *plan, const nc_fig_spec *look, const char *command,
                       struct nc_outset *set, char **files, size_t cap, size_t *nfiles,
                       nc_err *err)
 {
-    nc_fig_spec spec = {.formats = formats, .kind = NC_FIG_ALPHA_STD};
+    nc_fig_spec spec = *look;
+    spec.kind = NC_FIG_ALPHA_STD; /* a figure across panels: no per-layer raster */
     int rc = 0;
     for (size_t l = 0; l < plan->nlayers && !rc; l++) {
         const nc_plan_layer *pl = &plan->layers[l];
@@ -116,15 +134,18 @@ int nc_figures_sweeps(const struct nc_plan *plan, unsigned formats, const char *
             const nc_sweep_result *sw = &pl->sweep[p];
             bool alpha = p == NC_SWEEP_ALPHA;
             job jb = {.spec = &spec}, *j = &jb;
-            j->fig.dpi = 150;
-            if (!nc_fig_job_panels(j, 2))
+            j->fig.dpi = spec.dpi > 0 ? spec.dpi : 150;
+            if (!nc_fig_job_panels(j, 2) || !nc_fig_job_shows(j, &l, 1))
                 return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
             j->npanels = 2;
             nc_fig_set_grid(j, 2, 2, 4.2, 3.8, &spec);
             j->fig.shared_legend = true;
-            j->fig.title = nc_fig_jprintf(j, "%s \xe2\x80\x94 %s error against %s", pl->name,
-                                          alpha ? "DyT" : "DyISRU", alpha ? "\xce\xb1" : "C");
-            rc = sweep_panels(j, sw, alpha);
+            j->fig.title = spec.no_title ? NULL
+                           : spec.title  ? spec.title
+                                         : nc_fig_jprintf(j, "%s \xe2\x80\x94 %s error against %s",
+                                                          pl->name, alpha ? "DyT" : "DyISRU",
+                                                          alpha ? "\xce\xb1" : "C");
+            rc = sweep_panels(j, pl, sw, alpha);
             if (rc) {
                 nc_fig_job_free(j);
                 return nc_err_set(err, NC_ENOMEM, "out of memory for figures");

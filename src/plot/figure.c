@@ -92,10 +92,27 @@ static int check_figure(const nc_figure *fig, int *W, int *H, nc_err *err)
                               "figure: panel %zu: a density cloud needs linear axes (bin log10 of "
                               "the data instead)",
                               k);
-        if (p->legend_pos < NC_LEGEND_AUTO || p->legend_pos > NC_LEGEND_OUTSIDE)
-            return nc_err_set(err, NC_EINVAL, "figure: panel %zu: legend position %d, expected 0 "
-                                              "to %d",
-                              k, p->legend_pos, NC_LEGEND_OUTSIDE);
+        if (p->legend_pos < NC_LEGEND_AUTO || p->legend_pos > NC_LEGEND_OUTSIDE ||
+            p->note_pos < NC_LEGEND_AUTO || p->note_pos > NC_LEGEND_OUTSIDE)
+            return nc_err_set(err, NC_EINVAL, "figure: panel %zu: legend position %d, note "
+                                              "position %d, expected 0 to %d",
+                              k, p->legend_pos, p->note_pos, NC_LEGEND_OUTSIDE);
+        if (p->legend_cols < 0 || p->legend_cols > 8 ||
+            !(p->legend_pt == 0 || (p->legend_pt >= 2 && p->legend_pt <= 72)))
+            return nc_err_set(err, NC_EINVAL, "figure: panel %zu: legend of %d columns at %g pt, "
+                                              "expected 0 to 8 columns, 0 or 2 to 72 pt",
+                              k, p->legend_cols, p->legend_pt);
+        if (p->xlin != 0 && !(p->xlin > 0 && isfinite(p->xlin) && p->xdecade > 0 &&
+                              isfinite(p->xdecade) && !p->xlog))
+            return nc_err_set(err, NC_EINVAL, "figure: panel %zu: symmetric log x axis with "
+                                              "linear range %g and decade %g, expected both > 0 "
+                                              "on a linear axis",
+                              k, p->xlin, p->xdecade);
+        if (p->cbar && !(isfinite(p->cbar->lo) && isfinite(p->cbar->hi) &&
+                         p->cbar->lo < p->cbar->hi && (!p->cbar->log || p->cbar->lo > 0)))
+            return nc_err_set(err, NC_EINVAL, "figure: panel %zu: colour bar range [%g, %g], "
+                                              "expected finite lo < hi (> 0 when log)",
+                              k, p->cbar->lo, p->cbar->hi);
         for (size_t i = 0; i < p->ncurves; i++) {
             const nc_curve *c = &p->curves[i];
             if (c->n && (!c->x || !c->y))
@@ -125,8 +142,8 @@ static int check_figure(const nc_figure *fig, int *W, int *H, nc_err *err)
 /* ------------------------------------------------------------------ */
 
 /* The layout with the legends placed: a first layout without a strip,
- * the legend decisions on it (legend.h), and when some legend goes
- * outside, the layout again with the strip, keeping the decisions. */
+ * the legend decisions on it (legend.h), and when something goes to the
+ * strip, the layout again with the strip, keeping the decisions. */
 static int full_layout(const nc_figure *fig, int W, int H, layout *L, nc_err *err)
 {
     int rc = nc_layout_compute(fig, W, H, 0, L, err);
@@ -137,19 +154,39 @@ static int full_layout(const nc_figure *fig, int W, int H, layout *L, nc_err *er
     }
     if (rc || strip_h <= 0)
         return rc;
-    int *where = malloc(fig->npanels * sizeof *where);
-    if (!where) {
-        nc_layout_free(L);
-        return nc_err_set(err, NC_ENOMEM, "figure: out of memory for the layout");
+    layout L2;
+    rc = nc_layout_compute(fig, W, H, strip_h, &L2, err);
+    for (size_t k = 0; k < fig->npanels && !rc; k++) {
+        panel_layout *a = &L->p[k], *b = &L2.p[k];
+        b->legend = a->legend;
+        b->legend_cols = a->legend_cols;
+        b->legend_px = a->legend_px;
+        b->note = a->note;
+        b->note_text = a->note_text;
+        a->note_text = NULL;
     }
-    for (size_t k = 0; k < fig->npanels; k++)
-        where[k] = L->p[k].legend;
+    if (!rc)
+        L2.strip_legend_px = L->strip_legend_px;
     nc_layout_free(L);
-    rc = nc_layout_compute(fig, W, H, strip_h, L, err);
-    for (size_t k = 0; k < fig->npanels && !rc; k++)
-        L->p[k].legend = where[k];
-    free(where);
+    *L = L2;
     return rc;
+}
+
+int nc_figure_placements(const nc_figure *fig, nc_placement *out, nc_rect *areas, nc_err *err)
+{
+    int W, H;
+    int rc = check_figure(fig, &W, &H, err);
+    layout L;
+    if (rc || (rc = full_layout(fig, W, H, &L, err)))
+        return rc;
+    for (size_t k = 0; k < fig->npanels; k++) {
+        out[k] = (nc_placement){L.p[k].legend, L.p[k].legend_cols,
+                                L.p[k].legend_px / L.px_pt, L.p[k].note};
+        if (areas)
+            areas[k] = L.p[k].area;
+    }
+    nc_layout_free(&L);
+    return 0;
 }
 
 int nc_figure_layout(const nc_figure *fig, size_t k, nc_rect *area, nc_err *err)
@@ -165,6 +202,21 @@ int nc_figure_layout(const nc_figure *fig, size_t k, nc_rect *area, nc_err *err)
     if (rc)
         return rc;
     *area = L.p[k].area;
+    nc_layout_free(&L);
+    return 0;
+}
+
+int nc_figure_areas(const nc_figure *fig, nc_rect *areas, nc_err *err)
+{
+    int W, H;
+    int rc = check_figure(fig, &W, &H, err);
+    if (rc)
+        return rc;
+    layout L;
+    if ((rc = full_layout(fig, W, H, &L, err)))
+        return rc;
+    for (size_t k = 0; k < fig->npanels; k++)
+        areas[k] = L.p[k].area;
     nc_layout_free(&L);
     return 0;
 }
@@ -267,7 +319,8 @@ static void draw_lines_curves(cairo_t *cr, const layout *L, const nc_panel *p, c
         nc_draw_curve_pieces(p, a, c, 4 * w, path_piece, cr);
         cairo_set_line_width(cr, w);
         nc_draw_dash(cr, c->dashed, w);
-        cairo_set_line_cap(cr, c->dashed ? CAIRO_LINE_CAP_BUTT : CAIRO_LINE_CAP_ROUND);
+        cairo_set_line_cap(cr, c->dashed == NC_DOTTED ? CAIRO_LINE_CAP_ROUND
+                               : c->dashed ? CAIRO_LINE_CAP_BUTT : CAIRO_LINE_CAP_ROUND);
         set_rgb(cr, c->color);
         cairo_stroke(cr);
     }
@@ -406,6 +459,7 @@ static int draw_panel(cairo_t *cr, const nc_figure *fig, layout *L, size_t k, nc
     q.density = area_density(p, &pl->area, &tmp);
     cairo_surface_t *dimg = NULL;
     if (q.density && !(dimg = nc_raster_image(q.density, p->density_color,
+                                               nc_raster_floor(p->density_color),
                                                nc_raster_dot_radius(fig->dpi)))) {
         nc_density_free(tmp);
         return nc_err_set(err, NC_ENOMEM, "figure: panel %zu: out of memory for the density "
@@ -417,12 +471,12 @@ static int draw_panel(cairo_t *cr, const nc_figure *fig, layout *L, size_t k, nc
         draw_density(cr, &q, &pl->area, dimg);
     draw_lines_curves(cr, L, p, &pl->area);
     draw_marks(cr, L, p, &pl->area);
-    nc_frame_point_labels(cr, L, p, &pl->area, k);
     nc_frame_ticks(cr, L, p, pl);
     nc_frame_tick_labels(cr, L, p, pl, k);
     nc_frame_labels(cr, L, fig, p, pl, k);
+    nc_frame_colorbar(cr, L, p, pl, k);
     record_colours(L, p, k);
-    int rc = nc_legend_draw(cr, L, &q, k) != 0
+    int rc = nc_legend_draw(cr, L, fig, &q, k) != 0
                  ? nc_err_set(err, NC_ENOMEM, "figure: panel %zu: out of memory for the legend", k)
                  : 0;
     cairo_surface_destroy(dimg);
@@ -439,6 +493,7 @@ static int draw_figure(cairo_surface_t *surf, double scale, const nc_figure *fig
     cairo_font_options_t *fo = nc_text_options();
     cairo_set_font_options(cr, fo);
     cairo_font_options_destroy(fo);
+    nc_text_set_min(cr, MIN_TEXT_PT * L->px_pt);
     cairo_scale(cr, scale, scale);
     if (!fig->transparent) {
         cairo_set_source_rgb(cr, 1, 1, 1);
@@ -545,12 +600,14 @@ out:
 }
 
 /* Output of the PDF and SVG surfaces: to the sink; SVG gets the metadata
- * comment after its first line (the XML declaration). */
+ * as a <metadata> element right after its <svg ...> start tag (text, so a
+ * command's "--" stays as it is: in a comment XML forbids it). */
 typedef struct stream {
     const nc_sink *sink;
     nc_err *err;
     int rc;              /* the sink's first error */
-    const char *comment; /* SVG: "<!-- ... -->\n" to insert, or NULL */
+    const char *insert;  /* SVG: "<metadata>...</metadata>" to insert, or NULL */
+    int matched;         /* characters of "<svg" seen so far (4: in the start tag) */
     bool inserted;
 } stream;
 
@@ -559,22 +616,23 @@ static cairo_status_t stream_write(void *closure, const unsigned char *data, uns
     stream *st = closure;
     if (st->rc)
         return CAIRO_STATUS_WRITE_ERROR;
-    size_t head = n;
-    if (st->comment && !st->inserted) {
-        const unsigned char *nl = memchr(data, '\n', n);
-        if (nl)
-            head = (size_t)(nl - data) + 1;
+    size_t head = n; /* the bytes up to the end of the <svg ...> start tag */
+    for (size_t k = 0; st->insert && !st->inserted && k < n; k++) {
+        if (st->matched < 4)
+            st->matched = data[k] == (unsigned char)"<svg"[st->matched] ? st->matched + 1
+                          : data[k] == '<'                                ? 1
+                                                                          : 0;
+        else if (data[k] == '>') {
+            head = k + 1;
+            st->inserted = true;
+        }
     }
     st->rc = nc_sink_write(st->sink, data, head, st->err);
-    if (!st->rc && head < n) {
-        st->inserted = true;
-        st->rc = nc_sink_write(st->sink, st->comment, strlen(st->comment), st->err);
-        if (!st->rc)
+    if (!st->rc && st->inserted && st->insert) { /* the start tag ended in this piece */
+        st->rc = nc_sink_write(st->sink, st->insert, strlen(st->insert), st->err);
+        st->insert = NULL;
+        if (!st->rc && head < n)
             st->rc = nc_sink_write(st->sink, data + head, n - head, st->err);
-    } else if (!st->rc && st->comment && !st->inserted && head == n && n > 0 &&
-               data[n - 1] == '\n') {
-        st->inserted = true;
-        st->rc = nc_sink_write(st->sink, st->comment, strlen(st->comment), st->err);
     }
     return st->rc ? CAIRO_STATUS_WRITE_ERROR : CAIRO_STATUS_SUCCESS;
 }
@@ -587,28 +645,29 @@ static const char *meta_get(const char *const *meta, const char *key)
     return NULL;
 }
 
-/* All pairs as "key: value" lines (for PDF Keywords: "; " between pairs;
- * for the SVG comment: newlines, with "--" broken up as XML demands).
+/* All pairs as "key: value" (for PDF Keywords: "; " between pairs; for
+ * SVG: one a line in a <metadata> element, with &, < and > escaped).
  * Owned by the caller; NULL when out of memory. */
 static char *meta_text(const char *const *meta, bool svg)
 {
-    size_t n = 32;
+    size_t n = 64;
     for (size_t i = 0; meta && meta[i]; i += 2)
-        n += 2 * (strlen(meta[i]) + strlen(meta[i + 1] ? meta[i + 1] : "")) + 8;
+        n += 5 * (strlen(meta[i]) + strlen(meta[i + 1] ? meta[i + 1] : "")) + 8;
     char *out = malloc(n), *o = out;
     if (!out)
         return NULL;
     if (svg)
-        o += sprintf(o, "<!--\n");
+        o += sprintf(o, "\n<metadata>\n");
     for (size_t i = 0; meta && meta[i]; i += 2) {
         if (!svg && i > 0)
             o += sprintf(o, "; ");
         for (int part = 0; part < 2; part++) {
             const char *t = part ? (meta[i + 1] ? meta[i + 1] : "") : meta[i];
             for (; *t; t++) {
-                *o++ = *t;
-                if (svg && *t == '-' && (t[1] == '-' || t[1] == '\0'))
-                    *o++ = ' '; /* no "--" inside, and no '-' right before "-->" */
+                if (svg && (*t == '&' || *t == '<' || *t == '>'))
+                    o += sprintf(o, "%s", *t == '&' ? "&amp;" : *t == '<' ? "&lt;" : "&gt;");
+                else
+                    *o++ = *t;
             }
             if (!part)
                 o += sprintf(o, ": ");
@@ -617,7 +676,7 @@ static char *meta_text(const char *const *meta, bool svg)
             *o++ = '\n';
     }
     if (svg)
-        o += sprintf(o, "-->\n");
+        o += sprintf(o, "</metadata>");
     *o = '\0';
     return out;
 }
@@ -628,7 +687,7 @@ static int render_vector(const nc_figure *fig, layout *L, nc_format fmt,
     double scale = 72.0 / fig->dpi;
     double wpt = L->W * scale, hpt = L->H * scale;
     stream st = {.sink = sink, .err = err};
-    char *keywords = NULL, *comment = NULL;
+    char *keywords = NULL, *comment = NULL; /* comment: the SVG's metadata element */
     cairo_surface_t *surf = NULL;
     int rc = 0;
     if (fmt == NC_FMT_SVG && fig->meta && fig->meta[0]) {
@@ -637,7 +696,7 @@ static int render_vector(const nc_figure *fig, layout *L, nc_format fmt,
             rc = nc_err_set(err, NC_ENOMEM, "figure: out of memory");
             goto out;
         }
-        st.comment = comment;
+        st.insert = comment;
     }
     if (fmt == NC_FMT_PDF) {
         surf = cairo_pdf_surface_create_for_stream(stream_write, &st, wpt, hpt);
@@ -688,20 +747,24 @@ out:
     return rc;
 }
 
-/* "panel K: area X Y W H; x X0 X1[ log]; y Y0 Y1[ log]" per panel, one a
- * line: where each panel's data area is and the range it shows (enough to
- * read values off the image). Owned by the caller; NULL when out of memory. */
+/* "panel K: area X Y W H; x X0 X1[ log| symlog LIN DEC]; y Y0 Y1[ log]"
+ * per panel, one a line: where each panel's data area is and the range it
+ * shows (enough to read values off the image). Owned by the caller; NULL
+ * when out of memory. */
 static char *panels_text(const nc_figure *fig, const layout *L)
 {
-    size_t cap = 160 * fig->npanels + 1, used = 0;
+    size_t cap = 224 * fig->npanels + 1, used = 0;
     char *t = malloc(cap);
     for (size_t k = 0; t && k < fig->npanels; k++) {
         const nc_panel *p = &fig->panels[k];
         const nc_rect *a = &L->p[k].area;
+        char sym[64] = "";
+        if (p->xlin > 0)
+            snprintf(sym, sizeof sym, " symlog %.17g %.17g", p->xlin, p->xdecade);
         int w = snprintf(t + used, cap - used,
-                         "%spanel %zu: area %d %d %d %d; x %.17g %.17g%s; y %.17g %.17g%s",
+                         "%spanel %zu: area %d %d %d %d; x %.17g %.17g%s%s; y %.17g %.17g%s",
                          k ? "\n" : "", k, a->x, a->y, a->w, a->h, p->x0, p->x1,
-                         p->xlog ? " log" : "", p->y0, p->y1, p->ylog ? " log" : "");
+                         p->xlog ? " log" : "", sym, p->y0, p->y1, p->ylog ? " log" : "");
         used += w > 0 && used + (size_t)w < cap ? (size_t)w : 0;
     }
     if (t)

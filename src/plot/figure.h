@@ -8,52 +8,58 @@
  * device pixel when the raster was sized with nc_figure_data_area; the
  * reference lines; the curves; the markers; the frame, the ticks (outside,
  * like Matplotlib) and their labels, the axis labels and the title; the
- * legend; the note. Everything inside the frame is clipped to it.
+ * colour bar; the point labels; the legend; the note. Everything inside
+ * the frame is clipped to it.
  *
- * The density cloud maps counts to opacity on a log scale:
- *     alpha(c) = 0 for c = 0, else A0 + (1 - A0) * log(c) / log(cmax),
- * with cmax the largest count and A0 = 0.3 (NC_DENSITY_ALPHA_MIN), so a
- * single point is still clearly visible and the core is fully opaque
- * (when cmax is 1, every point is the core: opaque). A monochrome raster
- * is drawn in density_color; a coloured one (rgb != NULL) in each pixel's
- * mean colour. Pick a density colour that the curves stand out from (a
- * grey-blue cloud, 0x4c72b0, under vermillion and black curves reads
- * well). Above 144 dpi a raster pixel is smaller than half a point and a
- * lone point would print as an invisible speck, so each pixel then shows
- * its most opaque neighbour within r = floor(dpi / 144) pixels (a max
- * filter): points print as dots about 1 pt across, like Matplotlib's
- * scatter with s = 1. At 144 dpi and below, one count is one pixel.
+ * The density cloud is drawn as dots at least 1 pt across at every
+ * resolution (raster.h): each pixel shows the count summed over the
+ * (2r + 1)^2 pixels around it, r = nc_raster_dot_radius(dpi), mapped on a
+ * log scale, t(c) = log(c) / log(cmax), from a floor colour (density_color
+ * mixed with white to a contrast of 3:1 on white, nc_raster_floor: a lone
+ * point stays visible in print and in greyscale) to density_color at the
+ * densest pixel, opaque. A coloured raster (rgb != NULL) shows each pixel's
+ * mean colour at opacity NC_DENSITY_ALPHA_MIN + (1 - that) t. Pick a
+ * density colour that the curves stand out from (a dark blue cloud under
+ * vermillion and green curves reads well).
  *
- * Layout (computed once, deterministically, from the figure size, the
- * panels' ranges and their texts; never from the data): sizes are in
+ * Layout (computed deterministically from the figure size, the panels'
+ * ranges, their texts and where their legends and notes go): sizes are in
  * device pixels, width_in * dpi by height_in * dpi, for every format; PDF
  * and SVG draw the same layout scaled to points (72 per inch). Text sizes
  * are in points, like Matplotlib's: 10 pt by default (figure font_pt), tick
  * labels and legend 0.9x, panel titles 1.1x, the figure title 1.2x, notes
- * 0.8x. Margins come from the measured extents of the tick labels, axis
- * labels and titles; panels in one grid column share their left and right
- * margins and panels in one row their top and bottom ones, so frames and
- * axis labels line up across the grid. Tick counts follow the axis length
- * (one tick per 3.5 tick-label font sizes of length on x, per 2.5 on y;
- * 2 to 8 ticks), and an
- * axis whose labels would collide gets fewer ticks.
+ * 0.8x; no text, superscripts and subscripts included, below 6 pt. Margins
+ * come from the measured extents of the tick labels, axis labels and
+ * titles (a title or x label that does not fit is broken into two lines);
+ * panels in one grid column share their left and right margins and panels
+ * in one row their top and bottom ones, so frames and axis labels line up
+ * across the grid. Tick counts follow the axis length (one tick per 3.5
+ * tick-label font sizes of length on x, per 2.5 on y; 2 to 8 ticks), and
+ * an axis whose labels would collide gets fewer ticks. An automatic legend
+ * or note goes inside its panel only where it hides no data, which depends
+ * on the cloud: nc_figure_placements tells where they went, and a caller
+ * that sized rasters before filling them pins those places (legend_pos,
+ * legend_cols, legend_pt, note_pos) so the layout stays as it was.
  *
  * Text: cairo's toy font API with "DejaVu Sans" (fonts-dejavu-core),
  * grey-scale anti-aliasing, no hinting, so PNG, PDF and SVG measure text
  * alike. The '-' of tick labels is drawn as the minus sign U+2212; "10^k"
- * tick labels (axes.h) get a raised exponent. Other strings are UTF-8 and
- * drawn as given (Greek letters such as U+03B1 are in DejaVu Sans).
+ * tick labels (axes.h) get a raised exponent; in any string "^{...}" is a
+ * superscript and "_{...}" a subscript, and Unicode superscript and
+ * subscript characters are drawn the same way (text.h). Other strings are
+ * UTF-8 and drawn as given (Greek letters such as U+03B1 are in DejaVu
+ * Sans).
  *
  * Speed: a 1600 x 1200 PNG with a full-resolution density and 5 curves
  * takes about 35-45 ms of CPU on one core (about half of it zlib, see
  * io/png.h): layout < 1 ms, density image and dot spreading a few ms,
  * cairo drawing the rest.
  *
- * Left out: pango (no complex text layout, no markup in labels), colour
- * bars, shared legends across panels, error bars, legends too long for
- * their panel (they are drawn, overflowing), and density clouds on log
- * axes (bin log10 of the data into a linear raster instead). Rendering
- * from several threads at once has not been tried.
+ * Left out: pango (no complex text layout), shared legends across panels,
+ * error bars, legends too long for the strip at 6 pt (they are drawn,
+ * overflowing), and density clouds on log axes (bin log10 of the data into
+ * a linear raster instead). Rendering PNGs from several threads at once is
+ * done (figures.c); PDF and SVG are drawn one at a time.
  */
 #ifndef NC_FIGURE_H
 #define NC_FIGURE_H
@@ -87,6 +93,11 @@ typedef enum nc_marker {
     NC_MARKER_COUNT
 } nc_marker;
 
+/* Line patterns: solid, Matplotlib's "--" (dashes of 3.7 and gaps of 1.6
+ * line widths), dots (round, 2.2 line widths apart) and "-." (6.4, 1.6,
+ * 1, 1.6). */
+typedef enum nc_dash { NC_SOLID = 0, NC_DASHED, NC_DOTTED, NC_DASHDOT } nc_dash;
+
 /* A polyline in data coordinates: (x[i], y[i]) for i < n, borrowed. A
  * point with a NaN (or, on a log axis, a value <= 0) breaks the line; a
  * line through points far outside the panel is clipped exactly. */
@@ -95,7 +106,7 @@ typedef struct nc_curve {
     size_t n;
     nc_rgb color;
     double width_pt;   /* line width in points; 0 means 1.5 */
-    bool dashed;       /* dashes of 3.7 and gaps of 1.6 line widths (Matplotlib's "--") */
+    int dashed;        /* an nc_dash (true: NC_DASHED) */
     int marker;        /* an nc_marker drawn at each point, or NC_MARKER_NONE */
     double marker_pt;  /* marker size (diameter) in points; 0 means 6 */
     const char *label; /* legend entry, or NULL for none */
@@ -115,7 +126,7 @@ typedef struct nc_mark {
 typedef struct nc_vline {
     double x;
     nc_rgb color;
-    bool dashed;
+    int dashed; /* an nc_dash */
     const char *label; /* legend entry, or NULL */
 } nc_vline;
 
@@ -123,19 +134,34 @@ typedef struct nc_vline {
 typedef struct nc_hline {
     double y;
     nc_rgb color;
-    bool dashed;
+    int dashed; /* an nc_dash */
     const char *label; /* legend entry, or NULL */
 } nc_hline;
 
 /* A short text beside the point (x, y) in data coordinates (a layer's
  * name at its point), drawn at the note size (at least 6 pt) in colour,
- * above right of the point, or in another corner around it when that
- * would overlap a label already placed; left out when all four would. */
+ * at the first of eight places around the point (right, left, above
+ * right, above left, below right, below left, above, below) that stays
+ * inside the frame and covers no label placed before (labels are placed
+ * in their order: the most important first), no curve, marker or line;
+ * left out when none does, and then counted in the panel's note ("12 of
+ * 44 layers named", with the panel's labels_what). */
 typedef struct nc_label {
     double x, y;
     const char *text;
     nc_rgb color;
 } nc_label;
+
+/* A colour bar right of the panel: the colour map (nc_colormap from t0 to
+ * t1) over the values lo .. hi (log10 when log), with ticks and a label:
+ * what colours the panel's points mean (a token's scale, a layer's
+ * depth). */
+typedef struct nc_colorbar {
+    double lo, hi; /* lo < hi; > 0 when log */
+    bool log;
+    double t0, t1; /* the part of the colour map used, in [0, 1] */
+    const char *label;
+} nc_colorbar;
 
 /* Where the legend goes: an nc_legend_pos (config/figspec.h); AUTO keeps
  * the legend off curves, markers, labels and all but a sliver of the
@@ -150,6 +176,10 @@ typedef struct nc_panel {
     const char *title, *xlabel, *ylabel;
     double x0, x1, y0, y1; /* the data range shown; x0 < x1, y0 < y1, > 0 on log axes */
     bool xlog, ylog;       /* log10 axes (no density allowed on them) */
+    double xlin, xdecade;  /* xlin > 0: a symmetric-log x axis (Matplotlib's "symlog"):
+                              linear within +-xlin, logarithmic beyond, a decade there
+                              spanning xdecade * xlin (> 0) of the axis; a density is then
+                              binned in that coordinate (figures.c) */
     bool grid;             /* light grid lines at the major ticks */
 
     const nc_density *density; /* background point cloud, or NULL; its range may differ from the
@@ -168,10 +198,21 @@ typedef struct nc_panel {
     const nc_label *labels;
     size_t nlabels;
 
+    const nc_colorbar *cbar;  /* a colour bar right of the frame, or NULL */
+    const char *labels_what;  /* what the point labels name ("layers"), for the note that
+                                 counts the labels left out; NULL: "points" */
+
     const char *legend_title; /* a line above the entries, or NULL */
     int legend_pos;           /* an nc_legend_pos */
-    const char *note;         /* small text in a free corner inside the frame, e.g.
-                                 "N = 16.8M points", or NULL */
+    int legend_cols;          /* columns of a legend inside the frame; 0: chosen (1 or 2) */
+    double legend_pt;         /* its font size; 0: chosen (the legend size, smaller when
+                                 that lets it inside, not below 6 pt) */
+    const char *note;         /* small text inside the frame, e.g. "N = 16.8M points",
+                                 or NULL; '\n' starts a second line */
+    int note_pos;             /* an nc_legend_pos: AUTO, the least inked of the nine places
+                                 when it covers no curve, marker, line, label or legend and
+                                 at most a sliver of the cloud, else the strip below the
+                                 panels (OUTSIDE); or a fixed place */
 } nc_panel;
 
 /* A figure: panels in a rows x cols grid, filled row by row. */
@@ -189,6 +230,9 @@ typedef struct nc_figure {
                                    with the same label listed once) */
     bool transparent;           /* no white background: PNG as RGBA with alpha, PDF and SVG
                                    with nothing painted behind */
+    bool no_labels;             /* leave every point label out (nc_label) */
+    const char *note;           /* a note for the whole figure, in the strip below the
+                                   panels, or NULL */
     const char *const *meta;    /* {key, value, ..., NULL} or NULL: PNG text chunks (keys must
                                    be PNG keywords, io/png.h), PDF document info (see
                                    nc_figure_render), SVG comment */
@@ -213,6 +257,31 @@ typedef struct nc_rect {
  * it can be computed before the data are streamed. Returns 0, or NC_EINVAL (bad figure or
  * panel, named in the message) or NC_ENOMEM. */
 int nc_figure_layout(const nc_figure *fig, size_t k, nc_rect *area, nc_err *err);
+
+/* Where a panel's legend and note went (nc_figure_placements): the
+ * legend at a position inside the frame, in the strip (NC_LEGEND_OUTSIDE)
+ * or nowhere (NC_LEGEND_NONE), in legend_cols columns at legend_pt; the
+ * note likewise. Set into the panel (legend_pos, legend_cols, legend_pt,
+ * note_pos), they make the layout keep them whatever the cloud. */
+typedef struct nc_placement {
+    int legend_pos, legend_cols;
+    double legend_pt;
+    int note_pos;
+} nc_placement;
+
+/* The placements of every panel's legend and note in fig as drawn now,
+ * densities included, into out[npanels], and (when areas is not NULL)
+ * the panels' data areas into areas[npanels]. The layout depends on them
+ * (a legend in the strip shrinks the panels), and they depend on the
+ * clouds: a caller that sized its rasters before filling them
+ * (nc_figure_layout) pins these, and sizes the rasters to those areas
+ * (pinned, the layout no longer moves). Returns 0, NC_EINVAL or
+ * NC_ENOMEM. */
+int nc_figure_placements(const nc_figure *fig, nc_placement *out, nc_rect *areas, nc_err *err);
+
+/* Every panel's data area (nc_figure_layout), from one layout, into
+ * areas[npanels]. */
+int nc_figure_areas(const nc_figure *fig, nc_rect *areas, nc_err *err);
 
 /* The pixel size of panel k's data area: nc_figure_layout's w and h. */
 int nc_figure_data_area(const nc_figure *fig, size_t k, int *w, int *h, nc_err *err);

@@ -3,22 +3,26 @@
  *
  * Each requested figure becomes a "job": its panels, curves, marks and
  * strings (owned by the job), and the density rasters its panels need,
- * sized to their data areas by nc_figure_data_area. Then, layer by layer,
- * one streaming pass fills every raster requested for that layer; then the
- * jobs render into the output set, with their metadata. Also here: a
- * job's memory.
+ * sized to their data areas by nc_figure_areas. Then, layer by layer, one
+ * streaming pass fills every raster requested for that layer; the legends
+ * and notes are placed on the filled clouds and pinned, and the rasters
+ * whose panels that resized are filled again at their final size; then
+ * the jobs render into the output set, with their metadata (fig_draw.c).
+ * A figure that cannot be drawn is refused without stopping the others.
  *
  * Legend: x input, y = (x - c_t) * inv_t the norm's output before the
  * affine part, J_ii the exact diagonal of its Jacobian (jacobian.h).
  *
- * Left out: what each kind's panels show (fig_panels.c) and the sweep
- * figures (fig_sweep.c); figures_internal.h is what the three share.
+ * Left out: what each kind's panels show (fig_panels.c, fig_depth.c,
+ * fig_grid.c) and the sweep figures (fig_sweep.c); figures_internal.h is
+ * what they share.
  */
 #include "plot/figures.h"
 
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +35,7 @@
 #include "plot/density.h"
 #include "plot/figure.h"
 #include "plot/figures_internal.h"
+#include "plot/layout.h"
 #include "util/outfile.h"
 #include "util/version.h"
 
@@ -44,6 +49,10 @@ typedef struct raster_req {
     int kind;
     size_t layer;               /* plan layer index */
     nc_density *d;              /* the final raster (owned by the job) */
+    double lin, dec;            /* a symmetric-log x axis (lin > 0): x binned as its
+                                   coordinate (figure.h, nc_panel xlin) */
+    job *j;                     /* the job and panel it belongs to */
+    size_t panel;
 } raster_req;
 
 /* ---------------------------------------------------------- rasters */
@@ -62,8 +71,20 @@ typedef struct raster_scratch {
     nc_density **set; /* this thread's densities (NULL until first use) */
     int32_t *col, *row; /* [d] each: pixels of a token's points */
     double *j;          /* [d] J_ii of a token */
+    double *u;          /* [d] x in a symmetric-log axis' coordinate */
     double y[];         /* [d] */
 } raster_scratch;
+
+/* u[i] = the symmetric-log coordinate of x[i] (figure.h): x within +-lin,
+ * else sign(x) lin (1 + dec log10(|x| / lin)); the logarithm only for the
+ * few points beyond lin. */
+static void symlog_u(const double *x, size_t n, double lin, double dec, double *u)
+{
+    for (size_t i = 0; i < n; i++) {
+        double a = fabs(x[i]);
+        u[i] = a <= lin ? x[i] : copysign(lin * (1 + dec * log10(a / lin)), x[i]);
+    }
+}
 
 static nc_density **thread_set(raster_ctx *ctx, raster_scratch *sc)
 {
@@ -107,9 +128,10 @@ NC_VMATH_CLONES static void raster_block(void *vctx, int shard, size_t t0, size_
     if (!set)
         return;
     const size_t d = r->d;
-    if (!sc->col) { /* the scratch after y: J_ii, then the pixels */
+    if (!sc->col) { /* the scratch after y: J_ii, u, then the pixels */
         sc->j = sc->y + d;
-        sc->col = (int32_t *)(void *)(sc->j + d);
+        sc->u = sc->j + d;
+        sc->col = (int32_t *)(void *)(sc->u + d);
         sc->row = sc->col + d;
     }
     const double jc = r->norm == NC_LAYERNORM ? 1.0 - 1.0 / (double)d : 1.0;
@@ -123,15 +145,24 @@ NC_VMATH_CLONES static void raster_block(void *vctx, int shard, size_t t0, size_
         const double c = tk->centre[t], inv = tk->inv[t];
         for (size_t i = 0; i < d; i++)
             y[i] = (x[i] - c) * inv;
+        double ulin = -1; /* the symmetric-log axis x was last transformed for */
         for (size_t q = 0; q < ctx->nreq; q++) {
             nc_density *dn = set[q];
-            if (ctx->req[q].kind == R_XY) {
-                nc_density_add_n(dn, x, y, d, sc->col, sc->row);
+            const raster_req *rq = &ctx->req[q];
+            const double *xs = x;
+            if (rq->lin > 0) {
+                if (rq->lin != ulin)
+                    symlog_u(x, d, rq->lin, rq->dec, sc->u);
+                ulin = rq->lin;
+                xs = sc->u;
+            }
+            if (rq->kind == R_XY) {
+                nc_density_add_n(dn, xs, y, d, sc->col, sc->row);
             } else {
                 /* J_ii = inv (1 - 1/d - y_i^2/d) (LayerNorm), inv (1 - y_i^2/d) (RMSNorm) */
                 for (size_t i = 0; i < d; i++)
                     jd[i] = inv * (jc - y[i] * y[i] * invd);
-                nc_density_add_n(dn, x, jd, d, sc->col, sc->row);
+                nc_density_add_n(dn, xs, jd, d, sc->col, sc->row);
             }
         }
     }
@@ -143,7 +174,7 @@ static int raster_pass(const nc_plan_layer *pl, raster_req *req, size_t nreq, in
     raster_ctx ctx = {.pl = pl, .req = req, .nreq = nreq};
     pthread_mutex_init(&ctx.lock, NULL);
     nc_pass pass = nc_layer_pass(&pl->result, pl->x, threads, NULL);
-    pass.scratch_bytes = sizeof(raster_scratch) + 2 * pl->result.d * sizeof(double) +
+    pass.scratch_bytes = sizeof(raster_scratch) + 3 * pl->result.d * sizeof(double) +
                          2 * pl->result.d * sizeof(int32_t);
     int rc = nc_pass_run(&pass, raster_block, &ctx, err);
     if (!rc && ctx.oom)
@@ -173,6 +204,7 @@ typedef struct ctx {
     size_t *sel, nsel; /* the plan layers of the spec being built */
     size_t nrun;       /* the layers it selects in the whole run, shards included
                         * (file names must not depend on the sharding) */
+    double *xq;        /* [plan->nlayers] the jobs' cache of |x| percentiles (job.xq) */
 } ctx;
 
 static job *new_job(ctx *c, const nc_fig_spec *spec, nc_err *err)
@@ -194,11 +226,13 @@ static job *new_job(ctx *c, const nc_fig_spec *spec, nc_err *err)
     }
     c->jobs[c->njobs++] = j;
     j->spec = spec;
+    j->plan = c->plan;
+    j->xq = c->xq;
     j->fig.dpi = spec->dpi > 0 ? spec->dpi : 150;
     return j;
 }
 
-static int add_req(ctx *c, int kind, size_t layer, nc_density *d, nc_err *err)
+static int add_req(ctx *c, raster_req r, nc_err *err)
 {
     if (c->nreq == c->capreq) {
         size_t cap = c->capreq ? 2 * c->capreq : 16;
@@ -208,23 +242,50 @@ static int add_req(ctx *c, int kind, size_t layer, nc_density *d, nc_err *err)
         c->req = g;
         c->capreq = cap;
     }
-    c->req[c->nreq++] = (raster_req){kind, layer, d};
+    c->req[c->nreq++] = r;
     return 0;
 }
 
-/* Allocates the raster of panel k to its data area and requests it. */
-static int request_raster(ctx *c, job *j, size_t k, int kind, size_t layer, nc_err *err)
+/* Allocates the raster of panel k to its data area (over the panel's
+ * range, in the symmetric-log coordinate on such an axis). */
+static int size_raster(job *j, size_t k, int w, int h, nc_err *err)
 {
-    int w, h;
-    int rc = nc_figure_data_area(&j->fig, k, &w, &h, err);
-    if (rc)
-        return rc;
+    int rc;
     nc_panel *p = &j->panels[k];
+    nc_scale xs = panel_xscale(p);
+    double x0 = p->xlin > 0 ? scale_u(&xs, p->x0) : p->x0;
+    double x1 = p->xlin > 0 ? scale_u(&xs, p->x1) : p->x1;
     nc_density *d;
-    if ((rc = nc_density_alloc(w, h, p->x0, p->x1, p->y0, p->y1, false, &d, err)))
+    if ((rc = nc_density_alloc(w, h, x0, x1, p->y0, p->y1, false, &d, err)))
         return rc;
+    nc_density_free((nc_density *)p->density);
     p->density = d;
-    return add_req(c, kind, layer, d, err);
+    j->has_raster = true;
+    return 0;
+}
+
+/* The data areas of job j's panels, from one layout, in its memory. */
+static const nc_rect *job_areas(job *j, nc_err *err)
+{
+    nc_rect *a = nc_fig_jalloc(j, (j->npanels ? j->npanels : 1) * sizeof *a);
+    if (!a) {
+        nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+        return NULL;
+    }
+    return nc_figure_areas(&j->fig, a, err) ? NULL : a;
+}
+
+/* Allocates the raster of panel k to its data area (areas: the job's)
+ * and requests it. */
+static int request_raster(ctx *c, job *j, const nc_rect *areas, size_t k, int kind, size_t layer,
+                          nc_err *err)
+{
+    int rc = size_raster(j, k, areas[k].w, areas[k].h, err);
+    const nc_panel *p = &j->panels[k];
+    return rc ? rc
+              : add_req(c, (raster_req){kind, layer, (nc_density *)p->density, p->xlin,
+                                        p->xdecade, j, k},
+                        err);
 }
 
 /* The plan layers spec selects (its patterns; outlier-steps: only the
@@ -339,42 +400,68 @@ static int layer_panel(ctx *c, job *j, size_t layer, nc_err *err)
     }
     if (!ok || j->oom)
         return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-    return spec->kind == NC_FIG_OUTLIER_STEPS ? 0 : request_raster(c, j, 0, kind, layer, err);
+    if (spec->kind == NC_FIG_OUTLIER_STEPS)
+        return 0;
+    j->fig.npanels = 1;
+    const nc_rect *areas = job_areas(j, err);
+    return areas ? request_raster(c, j, areas, 0, kind, layer, err) : err->code;
 }
 
-/* scatter-grid: one panel per selected layer, one legend for the grid. */
+/* scatter-grid: one panel per layer shown (all that fit, fig_grid.c),
+ * one legend for the grid. */
 static int grid_panels(ctx *c, job *j, nc_err *err)
 {
     const nc_fig_spec *spec = j->spec;
-    nc_fig_set_grid(j, c->nsel, spec->cols, 4.3, 3.5, spec);
-    if (j->fig.rows > 64 || j->fig.cols > 64 || j->fig.height_in * j->fig.dpi > 20000)
-        return nc_err_set(err, NC_EINVAL, "figure 'scatter-grid': %zu layers make a %d x %d "
-                          "grid too large to draw (at most 20000 pixels a side); select fewer "
-                          "with \"layers\" (or --layer), or draw them as 'scatter'",
-                          c->nsel, j->fig.rows, j->fig.cols);
-    j->npanels = c->nsel;
-    j->fig.title = "Input vs output of each normalization layer";
-    j->fig.shared_legend = true;
-    for (size_t k = 0; k < c->nsel; k++) {
-        const nc_plan_layer *pl = &c->plan->layers[c->sel[k]];
-        if (pl->result.points == 0) {
-            empty_panel(j, pl, &j->panels[k]);
-            continue;
-        }
-        if (!nc_fig_scatter_panel(j, pl, &j->panels[k], true))
+    nc_panel *all = nc_fig_jalloc(j, (c->nsel ? c->nsel : 1) * sizeof *all);
+    size_t *pick = nc_fig_jalloc(j, (c->nsel ? c->nsel : 1) * sizeof *pick), k = 0;
+    if (!all || !pick)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    for (size_t q = 0; q < c->nsel; q++) {
+        const nc_plan_layer *pl = &c->plan->layers[c->sel[q]];
+        if (pl->result.points == 0)
+            empty_panel(j, pl, &all[q]);
+        else if (!nc_fig_scatter_panel(j, pl, &all[q], true))
             return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
     }
-    for (size_t k = 0; k < c->nsel; k++) { /* axis labels once per row and column */
-        if (k % (size_t)j->fig.cols)
-            j->panels[k].ylabel = NULL;
-        if (k + (size_t)j->fig.cols < c->nsel)
-            j->panels[k].xlabel = NULL;
-    }
-    int rc = 0;
-    for (size_t k = 0; k < c->nsel && !rc; k++)
-        if (c->plan->layers[c->sel[k]].result.points > 0)
-            rc = request_raster(c, j, k, R_XY, c->sel[k], err);
+    j->fig.title = spec->no_title ? NULL
+                   : spec->title  ? spec->title
+                                  : "Input vs output of each normalization layer";
+    j->fig.shared_legend = true;
+    int rc = nc_fig_grid_shape(j, all, c->nsel, pick, &k, err);
+    for (size_t q = 0; q < k && !rc; q++) /* the layers shown, in the metadata too */
+        pick[q] = c->sel[pick[q]];
+    if (!rc && !nc_fig_job_shows(j, pick, k))
+        rc = nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    const nc_rect *areas = rc ? NULL : job_areas(j, err);
+    if (!rc && !areas)
+        rc = err->code;
+    for (size_t q = 0; q < k && !rc; q++)
+        if (c->plan->layers[pick[q]].result.points > 0)
+            rc = request_raster(c, j, areas, q, R_XY, pick[q], err);
     return rc;
+}
+
+/* The plan layers job j shows (its metadata): the q-th selected layer of
+ * a per-layer figure (q < SIZE_MAX), else every selected layer, those
+ * with a DyT or DyISRU fit for the figures across layers. */
+static bool shown_layers(ctx *c, job *j, size_t q)
+{
+    if (q != SIZE_MAX)
+        return nc_fig_job_shows(j, &c->sel[q], 1);
+    if (j->spec->kind == NC_FIG_TANH_FAMILY)
+        return nc_fig_job_shows(j, NULL, 0);
+    bool across = j->spec->kind == NC_FIG_ALPHA_STD || j->spec->kind == NC_FIG_ALPHA_DEPTH;
+    size_t *v = nc_fig_jalloc(j, (c->nsel ? c->nsel : 1) * sizeof *v), n = 0;
+    if (!v)
+        return false;
+    for (size_t k = 0; k < c->nsel; k++) {
+        const nc_layer_result *r = &c->plan->layers[c->sel[k]].result;
+        if (!across || r->fits[NC_FIT_DYT].ok || r->fits[NC_FIT_DYISRU].ok)
+            v[n++] = c->sel[k];
+    }
+    j->shown = v;
+    j->nshown = n;
+    return true;
 }
 
 /* The figures of one spec: a job per selected layer (per-layer kinds) or
@@ -397,6 +484,8 @@ static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
             return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
         job_stem(j, spec, per_layer ? &c->plan->layers[c->sel[q]] : NULL,
                  per_layer ? c->nrun : 1);
+        if (!shown_layers(c, j, per_layer ? q : SIZE_MAX)) /* the grid: its own, below */
+            return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
         switch (spec->kind) {
         case NC_FIG_SCATTER_GRID: rc = grid_panels(c, j, err); break;
         case NC_FIG_ALPHA_STD:
@@ -427,199 +516,157 @@ static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
     return rc;
 }
 
-/* ------------------------------------------------------ drawing jobs */
-
-/* The jobs' PNGs are drawn (laid out, rendered, encoded: cairo and libpng,
- * one core each) by `threads` worker threads at once, each taking the next
- * job, into buffers, while this thread stores them in job order, drawing
- * their PDF and SVG first; so the output set and the file list do not depend
- * on the threads. PNG-only runs stream: the workers run at most two jobs per
- * thread ahead of the storing, so memory stays a few figures whatever their
- * number. With PDF or SVG asked for, all PNGs are drawn first: cairo numbers
- * those formats' elements from one counter of the process, which every
- * surface drawn before moves on, so each PDF and SVG must follow the same
- * surfaces on every run (figures_internal.h). A run over a model's layers
- * draws one scatter per layer: about half the wall time on two cores. */
-typedef struct draw_ctx {
-    ctx *c;
-    const char *command;
-    nc_membuf (*out)[3]; /* [njobs][3] */
-    int *rc;             /* [njobs] */
-    nc_err *errs;        /* [njobs] */
-    bool *drawn;         /* [njobs] its PNG is drawn (rc set) */
-    size_t next;         /* the next job to draw */
-    size_t stored;       /* jobs stored so far */
-    size_t ahead;        /* how far drawing may run ahead of storing */
-    bool stop;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-} draw_ctx;
-
-static void draw_png(draw_ctx *dc, size_t k)
+static int by_layer(const void *a, const void *b)
 {
-    dc->rc[k] = nc_fig_draw_job(dc->c->jobs[k], dc->command, dc->c->plan, NC_FIGFMT_PNG,
-                                dc->out[k], &dc->errs[k]);
+    const raster_req *x = a, *y = b;
+    if (x->layer != y->layer)
+        return x->layer < y->layer ? -1 : 1;
+    return x->d < y->d ? -1 : x->d > y->d; /* any fixed order: the counts are integers */
 }
 
-static void *draw_worker(void *arg)
+/* One raster pass per layer over the requests req[n] (in a copy sorted
+ * by layer), filling every raster requested for it, one layer resident at
+ * a time. */
+static int raster_all(const nc_plan *plan, const raster_req *reqs, size_t n, int threads,
+                      nc_err *err)
 {
-    draw_ctx *dc = arg;
-    const size_t n = dc->c->njobs;
-    pthread_mutex_lock(&dc->lock);
-    for (;;) {
-        while (!dc->stop && dc->next < n && dc->next >= dc->stored + dc->ahead)
-            pthread_cond_wait(&dc->cond, &dc->lock);
-        if (dc->stop || dc->next >= n)
-            break;
-        size_t k = dc->next++;
-        pthread_mutex_unlock(&dc->lock);
-        draw_png(dc, k);
-        pthread_mutex_lock(&dc->lock);
-        dc->drawn[k] = true;
-        pthread_cond_broadcast(&dc->cond);
-    }
-    pthread_mutex_unlock(&dc->lock);
-    return NULL;
-}
-
-/* Waits until job k's PNG is drawn (by a worker, or here when there are
- * none). */
-static void await_png(draw_ctx *dc, size_t k, int workers)
-{
-    if (workers == 0) {
-        if (!dc->drawn[k])
-            draw_png(dc, k);
-        dc->drawn[k] = true;
-        return;
-    }
-    pthread_mutex_lock(&dc->lock);
-    while (!dc->drawn[k])
-        pthread_cond_wait(&dc->cond, &dc->lock);
-    pthread_mutex_unlock(&dc->lock);
-}
-
-/* Job k, its PNG drawn: its PDF and SVG, then all stored into set; its
- * buffers freed. */
-static int store_one(draw_ctx *dc, size_t k, struct nc_outset *set, char **files, size_t cap,
-                     size_t *nfiles, nc_err *err)
-{
-    ctx *c = dc->c;
-    int rc = dc->rc[k];
-    if (rc)
-        *err = dc->errs[k];
-    else
-        rc = nc_fig_draw_job(c->jobs[k], dc->command, c->plan, ~(unsigned)NC_FIGFMT_PNG,
-                             dc->out[k], err);
-    if (!rc)
-        rc = nc_fig_store_job(c->jobs[k], dc->out[k], set, files, cap, nfiles, err);
-    for (int f = 0; f < 3; f++)
-        nc_membuf_free(&dc->out[k][f]);
-    return rc;
-}
-
-static int draw_and_store(ctx *c, const char *command, int threads, struct nc_outset *set,
-                          char **files, size_t cap, size_t *nfiles, nc_err *err)
-{
-    const size_t n = c->njobs;
-    if (n == 0)
-        return 0;
-    draw_ctx dc = {.c = c, .command = command};
-    dc.out = calloc(n, sizeof *dc.out);
-    dc.rc = calloc(n, sizeof *dc.rc);
-    dc.errs = calloc(n, sizeof *dc.errs);
-    dc.drawn = calloc(n, sizeof *dc.drawn);
-    if (!dc.out || !dc.rc || !dc.errs || !dc.drawn) {
-        free(dc.out);
-        free(dc.rc);
-        free(dc.errs);
-        free(dc.drawn);
+    raster_req *req = malloc((n ? n : 1) * sizeof *req);
+    if (!req)
         return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-    }
-    pthread_mutex_init(&dc.lock, NULL);
-    pthread_cond_init(&dc.cond, NULL);
-    bool vector = false;
-    for (size_t k = 0; k < n; k++)
-        vector = vector || (c->jobs[k]->spec->formats & (NC_FIGFMT_PDF | NC_FIGFMT_SVG));
-    int nt = threads > 0 ? threads : nc_default_threads();
-    if ((size_t)nt > n)
-        nt = (int)n;
-    dc.ahead = vector ? n : 2 * (size_t)nt;
-    pthread_t tids[NC_SHARDS];
-    int workers = 0; /* one thread: everything here, in order */
-    for (int k = 0; nt > 1 && k < nt && k < NC_SHARDS; k++) {
-        if (pthread_create(&tids[workers], NULL, draw_worker, &dc) != 0)
-            break; /* fewer threads: the jobs are taken dynamically */
-        workers++;
-    }
-    for (size_t k = 0; vector && k < n; k++) /* every PNG before any PDF or SVG */
-        await_png(&dc, k, workers);
+    if (n)
+        memcpy(req, reqs, n * sizeof *req);
+    qsort(req, n, sizeof *req, by_layer);
     int rc = 0;
-    for (size_t k = 0; k < n && !rc; k++) {
-        await_png(&dc, k, workers);
-        rc = store_one(&dc, k, set, files, cap, nfiles, err);
-        pthread_mutex_lock(&dc.lock);
-        dc.stored = k + 1;
-        pthread_cond_broadcast(&dc.cond);
-        pthread_mutex_unlock(&dc.lock);
+    for (size_t a = 0; a < n && !rc;) {
+        size_t b = a;
+        while (b < n && req[b].layer == req[a].layer)
+            b++;
+        const nc_plan_layer *pl = &plan->layers[req[a].layer];
+        nc_plan_layer_memory(pl, true);
+        rc = raster_pass(pl, req + a, b - a, threads, err);
+        nc_plan_layer_memory(pl, false);
+        a = b;
     }
-    pthread_mutex_lock(&dc.lock);
-    dc.stop = true;
-    pthread_cond_broadcast(&dc.cond);
-    pthread_mutex_unlock(&dc.lock);
-    for (int k = 0; k < workers; k++)
-        pthread_join(tids[k], NULL);
-    for (size_t k = 0; k < n; k++) /* jobs drawn ahead of a failure */
-        for (int f = 0; f < 3; f++)
-            nc_membuf_free(&dc.out[k][f]);
-    pthread_mutex_destroy(&dc.lock);
-    pthread_cond_destroy(&dc.cond);
-    free(dc.out);
-    free(dc.rc);
-    free(dc.errs);
-    free(dc.drawn);
+    free(req);
     return rc;
+}
+
+/* Pins where each figure's legends and notes go, now that the clouds are
+ * known (nc_figure_placements), and fills again the rasters whose panels
+ * that resized: a legend that moved to the strip below shrinks its panel,
+ * and a raster drawn into an area of another size would be resampled
+ * (white stripes where it is stretched). */
+static int pin_and_resize(ctx *c, int threads, nc_err *err)
+{
+    int rc = 0;
+    for (size_t q = 0; q < c->njobs && !rc; q++) {
+        job *j = c->jobs[q];
+        if (!j->has_raster)
+            continue;
+        nc_placement *pl = malloc(j->npanels * sizeof *pl);
+        j->areas = nc_fig_jalloc(j, j->npanels * sizeof *j->areas);
+        if (!pl || !j->areas) {
+            free(pl);
+            return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+        }
+        /* the areas of this layout are those of the pinned one: the same decisions */
+        rc = nc_figure_placements(&j->fig, pl, j->areas, err);
+        for (size_t k = 0; k < j->npanels && !rc; k++) {
+            j->panels[k].legend_pos = pl[k].legend_pos;
+            j->panels[k].legend_cols = pl[k].legend_cols;
+            j->panels[k].legend_pt = pl[k].legend_pt;
+            j->panels[k].note_pos = pl[k].note_pos;
+        }
+        free(pl);
+    }
+    raster_req *redo = malloc((c->nreq ? c->nreq : 1) * sizeof *redo);
+    size_t nredo = 0;
+    if (!redo)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    for (size_t q = 0; q < c->nreq && !rc; q++) {
+        raster_req *r = &c->req[q];
+        const nc_rect *a = &r->j->areas[r->panel];
+        if (a->w == r->d->w && a->h == r->d->h)
+            continue;
+        if ((rc = size_raster(r->j, r->panel, a->w, a->h, err)))
+            break;
+        r->d = (nc_density *)r->j->panels[r->panel].density;
+        redo[nredo++] = *r;
+    }
+    if (!rc && nredo)
+        rc = raster_all(c->plan, redo, nredo, threads, err);
+    free(redo);
+    return rc;
+}
+
+/* Drops the jobs from the first-th on and the raster requests from the
+ * req-th on (a refused spec's). */
+static void drop_jobs(ctx *c, size_t first, size_t req)
+{
+    for (size_t k = first; k < c->njobs; k++) {
+        nc_fig_job_free(c->jobs[k]);
+        free(c->jobs[k]);
+    }
+    c->njobs = first;
+    c->nreq = req;
+}
+
+/* Appends msg as a line of *text (owned by the caller). */
+static int add_refusal(char **text, const char *msg, nc_err *err)
+{
+    size_t old = *text ? strlen(*text) : 0, n = old + strlen(msg) + 2;
+    char *t = realloc(*text, n);
+    if (!t)
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    snprintf(t + old, n - old, "%s%s", old ? "\n" : "", msg);
+    *text = t;
+    return 0;
 }
 
 int nc_figures_render(const struct nc_plan *plan, const nc_fig_spec *specs, size_t n,
                       const char *command, int threads, struct nc_outset *set, char **files,
-                      size_t cap, size_t *nfiles, nc_err *err)
+                      size_t cap, size_t *nfiles, char **refused, nc_err *err)
 {
     ctx c = {.plan = plan};
     int rc = 0;
+    size_t drawn = 0;
+    if (!(c.xq = malloc((plan->nlayers ? plan->nlayers : 1) * sizeof *c.xq)))
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    for (size_t l = 0; l < plan->nlayers; l++)
+        c.xq[l] = NAN;
     if (nfiles)
         *nfiles = 0;
-    for (size_t k = 0; k < n && !rc; k++)
+    if (refused)
+        *refused = NULL;
+    for (size_t k = 0; k < n && !rc; k++) {
+        size_t first = c.njobs, req = c.nreq;
         rc = build_jobs(&c, &specs[k], err);
-    /* one raster pass per layer, filling every raster requested for it */
-    for (size_t l = 0; l < plan->nlayers && !rc; l++) {
-        size_t m = 0;
-        for (size_t q = 0; q < c.nreq; q++)
-            if (c.req[q].layer == l)
-                m++;
-        if (m == 0)
-            continue;
-        raster_req *mine = malloc(m * sizeof *mine);
-        if (!mine) {
-            rc = nc_err_set(err, NC_ENOMEM, "out of memory for figures");
-            break;
+        if (rc == NC_EINVAL && refused) { /* the others are drawn; this one is said */
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            nc_err_clear(err);
+            drop_jobs(&c, first, req);
+            rc = add_refusal(refused, msg, err);
+        } else if (!rc) {
+            drawn++;
         }
-        m = 0;
-        for (size_t q = 0; q < c.nreq; q++)
-            if (c.req[q].layer == l)
-                mine[m++] = c.req[q];
-        nc_plan_layer_memory(&plan->layers[l], true);
-        rc = raster_pass(&plan->layers[l], mine, m, threads, err);
-        nc_plan_layer_memory(&plan->layers[l], false); /* one layer resident at a time */
-        free(mine);
+    }
+    if (!rc && drawn == 0 && refused && *refused) { /* nothing to draw: the first refusal */
+        rc = nc_err_set(err, NC_EINVAL, "%.*s", (int)strcspn(*refused, "\n"), *refused);
+        free(*refused);
+        *refused = NULL;
     }
     if (!rc)
-        rc = draw_and_store(&c, command, threads, set, files, cap, nfiles, err);
-    for (size_t k = 0; k < c.njobs; k++) {
-        nc_fig_job_free(c.jobs[k]);
-        free(c.jobs[k]);
-    }
+        rc = raster_all(plan, c.req, c.nreq, threads, err);
+    if (!rc)
+        rc = pin_and_resize(&c, threads, err);
+    if (!rc)
+        rc = nc_fig_draw_all(c.jobs, c.njobs, plan, command, threads, set, files, cap, nfiles,
+                             err);
+    drop_jobs(&c, 0, 0);
     free(c.jobs);
     free(c.req);
     free(c.sel);
+    free(c.xq);
     return rc;
 }

@@ -1,7 +1,7 @@
 /*
  * frame.h - the frame of a panel and the texts around it (internal to
  * src/plot/): grid, frame, ticks, tick labels, axis labels, titles and
- * point labels, drawn by figure.c in its order (figure.h), texts recorded
+ * the colour bar, drawn by figure.c in its order (figure.h), texts recorded
  * in the layout (L->rec).
  *
  * Left out: the data (figure.c) and the legend and note (legend.h).
@@ -35,10 +35,9 @@ void nc_frame_tick_labels(cairo_t *cr, layout *L, const nc_panel *p, const panel
 void nc_frame_labels(cairo_t *cr, layout *L, const nc_figure *fig, const nc_panel *p,
                      const panel_layout *pl, size_t k);
 
-/* The point labels of panel p (figure.h, nc_label), in area a: each in the
- * first of four corners around its point that overlaps no label placed
- * before and stays inside the area; left out when none does. */
-void nc_frame_point_labels(cairo_t *cr, layout *L, const nc_panel *p, const nc_rect *a,
-                           size_t k);
+/* The colour bar of panel p, right of its frame (layout.h cbar_x): the
+ * colour map, its frame, ticks, tick labels and label, recorded. */
+void nc_frame_colorbar(cairo_t *cr, layout *L, const nc_panel *p, const panel_layout *pl,
+                       size_t k);
 
 #endif

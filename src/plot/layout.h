@@ -34,13 +34,25 @@
  * labels and title need around the area. */
 typedef struct panel_layout {
     nc_rect area;
-    nc_ticks xt, yt;
+    nc_ticks xt, yt, ct; /* ticks of x, y and the colour bar */
     double left, right, top, bottom; /* text room around the area (px) */
     char xlab[256], ylab[256]; /* the axis labels drawn: the panel's, with the axis'
                                   shared factor (axes.h) */
-    float *ink_cloud; /* the legend plan's ink map of this area (legend.c), or NULL; owned */
+    size_t title_split; /* the title's second line starts here (0: one line) */
+    double title_px, title_w; /* its size and the width it was fitted to (px) */
+    size_t xlab_split;        /* the same for the x label */
+    double xlab_px, xlab_w;
+    double cbar_x;      /* the colour bar's left edge, px right of the area (0: none) */
+    float *ink_cloud; /* the legend plan's cloud map of an ink_w x ink_h area (legend.c), or
+                         NULL; owned */
+    int ink_w, ink_h;
+    char *note_text;  /* the note as drawn (the panel's, and a count of the labels left
+                         out), or NULL; owned */
     int legend; /* where its legend goes (legend.h nc_legend_plan): a position inside the
                    frame, NC_LEGEND_OUTSIDE (the strip) or NC_LEGEND_NONE */
+    int legend_cols;     /* its columns */
+    double legend_px;    /* its font size (px) */
+    int note;            /* where the note goes: a position inside, OUTSIDE or NONE */
 } panel_layout;
 
 /* What was drawn where, as text: one line per text item and legend
@@ -62,8 +74,9 @@ typedef struct layout {
     double digit_h;  /* ink height of a digit in tick labels */
     double pad, gap; /* outer padding, gap between panels (px) */
     double suptitle_h;
-    double strip_h;  /* the legend strip below the panels (0: none) */
+    double strip_h;  /* the strip below the panels: legend and notes (0: none) */
     nc_rect strip;   /* where it is */
+    double strip_legend_px; /* the strip legend's font size (px) */
     nc_rec *rec;     /* where drawing records its boxes, or NULL */
     int colL[MAX_GRID], colR[MAX_GRID], rowT[MAX_GRID], rowB[MAX_GRID]; /* shared margins */
     panel_layout *p; /* [np] */
@@ -76,12 +89,52 @@ static inline double clampd(double v, double lo, double hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* Position along an axis of length len px, 0 at lo. */
-static inline double axis_pos(double v, double lo, double hi, bool log, double len)
+/* An axis: its range, and linear, log10 or symmetric-log (figure.h). */
+typedef struct nc_scale {
+    double lo, hi;
+    bool log;
+    double lin, dec; /* symmetric log when lin > 0: linear within +-lin, a decade beyond
+                        spans dec * lin */
+} nc_scale;
+
+static inline nc_scale panel_xscale(const nc_panel *p)
 {
-    if (log)
-        return (log10(v) - log10(lo)) / (log10(hi) - log10(lo)) * len;
-    return (v - lo) / (hi - lo) * len;
+    return (nc_scale){p->x0, p->x1, p->xlog, p->xlin, p->xdecade};
+}
+
+static inline nc_scale panel_yscale(const nc_panel *p)
+{
+    return (nc_scale){p->y0, p->y1, p->ylog, 0, 0};
+}
+
+/* The coordinate in which the axis is linear: v, log10 v, or the
+ * symmetric log of v. */
+static inline double scale_u(const nc_scale *s, double v)
+{
+    if (s->log)
+        return log10(v);
+    if (!(s->lin > 0) || fabs(v) <= s->lin)
+        return v;
+    double u = s->lin * (1 + s->dec * log10(fabs(v) / s->lin));
+    return v < 0 ? -u : u;
+}
+
+/* The value at coordinate u (the inverse of scale_u). */
+static inline double scale_v(const nc_scale *s, double u)
+{
+    if (s->log)
+        return pow(10.0, u);
+    if (!(s->lin > 0) || fabs(u) <= s->lin)
+        return u;
+    double v = s->lin * pow(10.0, (fabs(u) / s->lin - 1) / s->dec);
+    return u < 0 ? -v : v;
+}
+
+/* Position along an axis of length len px, 0 at lo. */
+static inline double scale_pos(const nc_scale *s, double v, double len)
+{
+    double a = scale_u(s, s->lo), b = scale_u(s, s->hi);
+    return (scale_u(s, v) - a) / (b - a) * len;
 }
 
 /* The base font size of fig in points: its font_pt, or when 0, 10 pt
@@ -117,10 +170,22 @@ void nc_layout_record_line(layout *L, const char *line);
 double nc_layout_fit_size(cairo_t *cr, const layout *L, double size_px, const char *s,
                           double maxw);
 
-/* The sizes (px) of a panel's title, x label and y label in fig: their
- * style sizes, shrunk by nc_layout_fit_size to the panel's share of the
+/* The size (px, into *size) and the line break of a title or x label s
+ * of style size base (px) in maxw px: one line at base or shrunk by
+ * nc_layout_fit_size (returns 0), unless that shrinks it below 0.8x: then
+ * two lines (returns the byte where the second starts; a space there is
+ * not drawn) at the largest size, not below 6 pt, at which both fit; else
+ * one line (returns 0), cut when drawn. */
+size_t nc_layout_wrap_fit(cairo_t *cr, const layout *L, const char *s, double base,
+                          double maxw, double *size);
+
+/* The ink height of s at size (px) drawn as one line (split 0) or two
+ * lines broken at split, one font height apart. */
+double nc_layout_lines_h(cairo_t *cr, double size, const char *s, size_t split);
+
+/* The sizes (px) of a panel's x label and y label in fig: their style
+ * sizes, shrunk by nc_layout_fit_size to the panel's share of the
  * figure. */
-double nc_layout_title_px(cairo_t *cr, const nc_figure *fig, const layout *L, const char *s);
 double nc_layout_xlabel_px(cairo_t *cr, const nc_figure *fig, const layout *L, const char *s);
 double nc_layout_ylabel_px(cairo_t *cr, const nc_figure *fig, const layout *L, const char *s);
 

@@ -12,13 +12,13 @@
 
 #include "plot/colour.h"
 #include "plot/draw.h"
+#include "plot/ink.h"
 #include "plot/raster.h"
 #include "plot/style.h"
 #include "plot/text.h"
 
-#define INK_CELL 4          /* px per cell of the legend placement grid */
-#define INK_LINE_WEIGHT 3.0 /* ink where a line or marker passes (a cloud gives 0 to 1) */
 #define LEGEND_SLIVER 0.015 /* most of a legend box the cloud may cover (share of its area) */
+#define NOTE_SLIVER 0.08    /* of a note's (one or two short lines) */
 
 enum { ENTRY_LINE, ENTRY_MARK, ENTRY_PATCH, ENTRY_CMAP };
 
@@ -27,7 +27,7 @@ typedef struct entry {
     const char *label;
     nc_rgb color;
     double width_px; /* line */
-    bool dashed;
+    int dashed;
     int marker;
     double marker_px;
 } entry;
@@ -101,210 +101,6 @@ static long legend_entries(const layout *L, const nc_panel *p, entry **out)
     return (long)n;
 }
 
-/* Where ink is in the data area, on a grid of INK_CELL px cells: the
- * share of each cell's pixels the cloud covers (0 to 1), and how many
- * curves, markers or lines pass through it. */
-typedef struct inkmap {
-    int gw, gh;
-    float *cloud; /* [gh][gw] */
-    float *line;  /* [gh][gw] */
-} inkmap;
-
-/* Where nc_draw_curve_pieces sends a curve's pieces when building the ink map. */
-typedef struct inkpen {
-    inkmap *m;
-    const nc_rect *a;
-    double r; /* half the line's width, px: cells this close count too */
-} inkpen;
-
-static void ink_cell(inkmap *m, const nc_rect *a, double x, double y, double r, int *last)
-{
-    int c0 = (int)floor((x - r - a->x) / INK_CELL), c1 = (int)floor((x + r - a->x) / INK_CELL);
-    int r0 = (int)floor((y - r - a->y) / INK_CELL), r1 = (int)floor((y + r - a->y) / INK_CELL);
-    for (int cy = r0 < 0 ? 0 : r0; cy <= r1 && cy < m->gh; cy++)
-        for (int cx = c0 < 0 ? 0 : c0; cx <= c1 && cx < m->gw; cx++) {
-            int cell = cy * m->gw + cx;
-            if (cell != *last)
-                m->line[cell] += 1.0f;
-        }
-    *last = r0 == r1 && c0 == c1 ? r0 * m->gw + c0 : -1;
-}
-
-/* Marks the cells along the segment a-b (px). */
-static void ink_add_piece(void *ctx, double ax, double ay, double bx, double by, bool joined)
-{
-    (void)joined;
-    const inkpen *pen = ctx;
-    double len = hypot(bx - ax, by - ay);
-    if (!(len < 1e6))
-        return; /* not finite (a mark near DBL_MAX); pieces are clipped to the area */
-    int steps = 1 + (int)(len / (INK_CELL / 2.0));
-    int last = -1;
-    for (int k = 0; k <= steps; k++) {
-        double t = (double)k / steps;
-        ink_cell(pen->m, pen->a, ax + t * (bx - ax), ay + t * (by - ay), pen->r, &last);
-    }
-}
-
-/* The cloud's share of each cell, from the density's counts (the cell of
- * each raster column and row computed once). */
-static void ink_cloud(const layout *L, const nc_panel *p, const nc_rect *a, inkmap *m)
-{
-    int r = nc_raster_dot_radius(72.0 * L->px_pt); /* a point prints (2r + 1)^2 px */
-    const nc_density *d = p->density;
-    double X0, Y0, sx, sy;
-    nc_raster_place(p, a, d, &X0, &Y0, &sx, &sy);
-    float add = (float)(sx * sy * (2 * r + 1) * (2 * r + 1) / (INK_CELL * INK_CELL));
-    int *col = malloc((size_t)d->w * sizeof *col);
-    if (!col)
-        return; /* no cloud in the ink map: the legend may then cover some */
-    for (int i = 0; i < d->w; i++) {
-        double cx = floor((X0 + (i + 0.5) * sx - a->x) / INK_CELL);
-        col[i] = cx >= 0 && cx < m->gw ? (int)cx : -1;
-    }
-    for (int j = 0; j < d->h; j++) {
-        double cy = floor((Y0 + (j + 0.5) * sy - a->y) / INK_CELL);
-        if (!(cy >= 0 && cy < m->gh))
-            continue;
-        float *cells = m->cloud + (size_t)cy * (size_t)m->gw;
-        const uint32_t *row = d->count + (size_t)j * (size_t)d->w;
-        for (int i = 0; i < d->w; i++)
-            if (row[i] && col[i] >= 0)
-                cells[col[i]] += add;
-    }
-    free(col);
-    for (size_t c = 0; c < (size_t)m->gw * (size_t)m->gh; c++)
-        m->cloud[c] = m->cloud[c] > 1 ? 1 : m->cloud[c];
-}
-
-static int ink_build(const layout *L, const nc_panel *p, const nc_rect *a, inkmap *m)
-{
-    m->gw = (a->w + INK_CELL - 1) / INK_CELL;
-    m->gh = (a->h + INK_CELL - 1) / INK_CELL;
-    m->cloud = calloc(2 * (size_t)m->gw * (size_t)m->gh, sizeof *m->cloud);
-    if (!m->cloud)
-        return -1;
-    m->line = m->cloud + (size_t)m->gw * (size_t)m->gh;
-    if (p->density)
-        ink_cloud(L, p, a, m);
-    inkpen pen = {m, a, 0}, *st = &pen;
-    for (size_t i = 0; i < p->ncurves; i++) {
-        const nc_curve *c = &p->curves[i];
-        pen.r = (c->width_pt > 0 ? c->width_pt : CURVE_PT) * L->s;
-        nc_draw_curve_pieces(p, a, c, 0, ink_add_piece, st);
-        pen.r = (c->marker_pt > 0 ? c->marker_pt : MARKER_PT) * L->s;
-        if (c->n == 1 || c->marker != NC_MARKER_NONE)
-            for (size_t j = 0; j < c->n; j++)
-                if (usable(p, c->x[j], c->y[j])) {
-                    double x, y;
-                    nc_panel_to_pixel(p, a, c->x[j], c->y[j], &x, &y);
-                    ink_add_piece(st, x, y, x, y, false);
-                }
-    }
-    for (size_t i = 0; i < p->nmarks; i++)
-        if (usable(p, p->marks[i].x, p->marks[i].y)) {
-            double x, y;
-            pen.r = (p->marks[i].size_pt > 0 ? p->marks[i].size_pt : MARKER_PT) * L->s * 0.6;
-            nc_panel_to_pixel(p, a, p->marks[i].x, p->marks[i].y, &x, &y);
-            ink_add_piece(st, x, y, x, y, false);
-        }
-    pen.r = L->font_px * NOTE_FONT; /* a point label's text, roughly */
-    for (size_t i = 0; i < p->nlabels; i++)
-        if (p->labels[i].text && usable(p, p->labels[i].x, p->labels[i].y)) {
-            double x, y, w = 0.6 * pen.r * (double)strlen(p->labels[i].text);
-            nc_panel_to_pixel(p, a, p->labels[i].x, p->labels[i].y, &x, &y);
-            ink_add_piece(st, x - w, y, x + w, y, false);
-        }
-    pen.r = REFLINE_PT * L->s;
-    for (size_t i = 0; i < p->nvlines; i++)
-        if (usable(p, p->vlines[i].x, p->y0)) {
-            double x, y;
-            nc_panel_to_pixel(p, a, p->vlines[i].x, p->y0, &x, &y);
-            ink_add_piece(st, x, a->y, x, a->y + a->h - 1, false);
-        }
-    for (size_t i = 0; i < p->nhlines; i++)
-        if (usable(p, p->x0, p->hlines[i].y)) {
-            double x, y;
-            nc_panel_to_pixel(p, a, p->x0, p->hlines[i].y, &x, &y);
-            ink_add_piece(st, a->x, y, a->x + a->w - 1, y, false);
-        }
-    return 0;
-}
-
-/* Ink under the box (bx, by, bw, bh), px: the cloud's covered share of it
- * and the cells lines pass. */
-static void ink_under(const inkmap *m, const nc_rect *a, double bx, double by, double bw,
-                      double bh, double *cloud, double *lines)
-{
-    int c0 = (int)floor((bx - a->x) / INK_CELL), c1 = (int)ceil((bx + bw - a->x) / INK_CELL);
-    int r0 = (int)floor((by - a->y) / INK_CELL), r1 = (int)ceil((by + bh - a->y) / INK_CELL);
-    double sc = 0, sl = 0, n = 0;
-    for (int r = r0 < 0 ? 0 : r0; r < r1 && r < m->gh; r++)
-        for (int c = c0 < 0 ? 0 : c0; c < c1 && c < m->gw; c++) {
-            sc += m->cloud[(size_t)r * m->gw + c];
-            sl += m->line[(size_t)r * m->gw + c];
-            n++;
-        }
-    *cloud = n > 0 ? sc / n : 0;
-    *lines = sl;
-}
-
-/* Marks the box as taken (for the note after the legend). */
-static void ink_block(inkmap *m, const nc_rect *a, double bx, double by, double bw, double bh)
-{
-    for (int r = (int)floor((by - a->y) / INK_CELL); r < ceil((by + bh - a->y) / INK_CELL); r++)
-        for (int c = (int)floor((bx - a->x) / INK_CELL); c < ceil((bx + bw - a->x) / INK_CELL);
-             c++)
-            if (r >= 0 && c >= 0 && r < m->gh && c < m->gw)
-                m->line[(size_t)r * m->gw + c] += 1e6f;
-}
-
-/* Top-left corner of a box of bw x bh at position pos inside area a. */
-static void box_at(int pos, const nc_rect *a, double pad, double bw, double bh, double *x,
-                   double *y)
-{
-    double l = a->x + pad, r = a->x + a->w - pad - bw, cx = a->x + (a->w - bw) / 2;
-    double t = a->y + pad, b = a->y + a->h - pad - bh, cy = a->y + (a->h - bh) / 2;
-    switch (pos) {
-    case NC_LEGEND_UPPER_LEFT: *x = l; *y = t; break;
-    case NC_LEGEND_LOWER_LEFT: *x = l; *y = b; break;
-    case NC_LEGEND_LOWER_RIGHT: *x = r; *y = b; break;
-    case NC_LEGEND_RIGHT:
-    case NC_LEGEND_CENTER_RIGHT: *x = r; *y = cy; break;
-    case NC_LEGEND_CENTER_LEFT: *x = l; *y = cy; break;
-    case NC_LEGEND_LOWER_CENTER: *x = cx; *y = b; break;
-    case NC_LEGEND_UPPER_CENTER: *x = cx; *y = t; break;
-    case NC_LEGEND_CENTER: *x = cx; *y = cy; break;
-    default: *x = r; *y = t; break; /* upper right */
-    }
-}
-
-/* The position among first..last with the least ink (lines first, then
- * cloud; ties to the earlier); *clean tells whether it covers no line and
- * at most LEGEND_SLIVER of the cloud, and fits in the area. */
-static int best_position(const inkmap *m, const nc_rect *a, double pad, double bw, double bh,
-                         int first, int last, bool *clean)
-{
-    int best = first;
-    double best_ink = HUGE_VAL, best_lines = 0, best_cloud = 0;
-    for (int pos = first; pos <= last; pos++) {
-        double x, y, cloud, lines;
-        box_at(pos, a, pad, bw, bh, &x, &y);
-        ink_under(m, a, x, y, bw, bh, &cloud, &lines);
-        double ink = INK_LINE_WEIGHT * lines + cloud * (bw * bh) / (INK_CELL * INK_CELL);
-        if (ink < best_ink - 1e-6) {
-            best_ink = ink;
-            best = pos;
-            best_lines = lines;
-            best_cloud = cloud;
-        }
-    }
-    if (clean)
-        *clean = best_lines == 0 && best_cloud <= LEGEND_SLIVER && bw + 2 * pad <= a->w &&
-                 bh + 2 * pad <= a->h;
-    return best;
-}
-
 static void rounded_box(cairo_t *cr, double x, double y, double w, double h, double r)
 {
     cairo_new_sub_path(cr);
@@ -321,12 +117,17 @@ static void draw_handle(cairo_t *cr, const layout *L, const entry *e, double x, 
     switch (e->kind) {
     case ENTRY_PATCH:
     case ENTRY_CMAP: {
-        double h = 0.7 * em, w = len;
-        for (int k = 0; k < (e->kind == ENTRY_CMAP ? 4 : 1); k++) {
-            nc_rgb c = e->kind == ENTRY_CMAP ? nc_colormap(0.1 + 0.8 * k / 3.0) : e->color;
-            double x0 = e->kind == ENTRY_CMAP ? x + k * w / 4 : x;
-            cairo_rectangle(cr, x0, yc - h / 2, e->kind == ENTRY_CMAP ? w / 4 : w, h);
-            cairo_set_source_rgba(cr, clamp01(c.r), clamp01(c.g), clamp01(c.b), 0.75);
+        /* the cloud's colour scale, floor to core, in four steps */
+        double h = 0.7 * em, w = len / 4;
+        nc_rgb fl = nc_raster_floor(e->color);
+        for (int k = 0; k < 4; k++) {
+            double t = k / 3.0;
+            nc_rgb c = e->kind == ENTRY_CMAP ? nc_colormap(0.1 + 0.8 * t)
+                                             : (nc_rgb){fl.r + (e->color.r - fl.r) * t,
+                                                        fl.g + (e->color.g - fl.g) * t,
+                                                        fl.b + (e->color.b - fl.b) * t};
+            cairo_rectangle(cr, x + k * w, yc - h / 2, w, h);
+            set_rgb(cr, c);
             cairo_fill(cr);
         }
         break;
@@ -337,7 +138,7 @@ static void draw_handle(cairo_t *cr, const layout *L, const entry *e, double x, 
     default:
         cairo_set_line_width(cr, e->width_px);
         nc_draw_dash(cr, e->dashed, e->width_px);
-        cairo_set_line_cap(cr, CAIRO_LINE_CAP_BUTT);
+        cairo_set_line_cap(cr, e->dashed == NC_DOTTED ? CAIRO_LINE_CAP_ROUND : CAIRO_LINE_CAP_BUTT);
         set_rgb(cr, e->color);
         cairo_move_to(cr, x, yc);
         cairo_line_to(cr, x + len, yc);
@@ -348,12 +149,11 @@ static void draw_handle(cairo_t *cr, const layout *L, const entry *e, double x, 
     }
 }
 
-/* The size of a legend box of entries e[0..n) in ncol columns, with an
- * optional title row; *colw the width of one column (handle, pad, text). */
-static void box_size(cairo_t *cr, const layout *L, const entry *e, long n, const char *title,
+/* The size of a legend box of entries e[0..n) in ncol columns at font em
+ * (px), with an optional title row; *colw the width of one column. */
+static void box_size(cairo_t *cr, double em, const entry *e, long n, const char *title,
                      int ncol, double *bw, double *bh, double *colw)
 {
-    double em = L->font_px * LEGEND_FONT;
     cairo_font_extents_t fe;
     nc_text_font(cr, em);
     cairo_font_extents(cr, &fe);
@@ -367,11 +167,13 @@ static void box_size(cairo_t *cr, const layout *L, const entry *e, long n, const
     *bh = 2 * LEG_BORDERPAD * em + (double)rows * rowh + (double)(rows - 1) * LEG_LABELSPACING * em;
 }
 
-/* Draws the box and its entries, ncol columns of colw, at (x, y). */
-static void draw_box(cairo_t *cr, layout *L, const entry *e, long n, const char *title, int ncol,
-                     double x, double y, double bw, double bh, double colw, const char *tag)
+/* Draws the box and its entries, ncol columns of colw, at (x, y), font
+ * em px; records the box as tag and each text as "text <where>.legendN". */
+static void draw_box(cairo_t *cr, layout *L, double em, const entry *e, long n,
+                     const char *title, int ncol, double x, double y, double bw, double bh,
+                     double colw, const char *tag, const char *where)
 {
-    double em = L->font_px * LEGEND_FONT, bp = LEG_BORDERPAD * em;
+    double bp = LEG_BORDERPAD * em;
     cairo_font_extents_t fe;
     nc_text_font(cr, em);
     cairo_font_extents(cr, &fe);
@@ -385,20 +187,253 @@ static void draw_box(cairo_t *cr, layout *L, const entry *e, long n, const char 
     cairo_stroke(cr);
     nc_layout_record(L, tag, x, y, bw, bh, 0);
     double base = y + bp + fe.ascent;
+    char t[64];
     if (title && *title) {
         set_rgb(cr, TEXT_RGB);
         nc_text_draw(cr, em, title, x + bw / 2, base, 0.5);
+        textbox b = nc_text_measure(cr, em, title);
+        snprintf(t, sizeof t, "text %s.legendtitle", where);
+        nc_layout_record(L, t, x + bw / 2 - b.w / 2, base - b.asc, b.w, b.asc + b.desc, b.minpx);
         base += pitch;
     }
     long rows = (n + ncol - 1) / ncol;
     for (long i = 0; i < n; i++) {
         long r = i % rows, c = i / rows; /* down the columns, like Matplotlib */
         double ex = x + bp + (double)c * (colw + LEG_COLSPACING * em), eb = base + (double)r * pitch;
-        double yc = eb - 0.5 * L->digit_h * LEGEND_FONT / TICK_FONT;
+        double yc = eb - 0.5 * L->digit_h * (em / L->tick_px);
         draw_handle(cr, L, &e[i], ex, yc, LEG_HANDLELEN * em, em);
         set_rgb(cr, TEXT_RGB);
-        nc_text_draw(cr, em, e[i].label, ex + (LEG_HANDLELEN + LEG_HANDLEPAD) * em, eb, 0);
+        double tx = ex + (LEG_HANDLELEN + LEG_HANDLEPAD) * em;
+        nc_text_draw(cr, em, e[i].label, tx, eb, 0);
+        textbox b = nc_text_measure(cr, em, e[i].label);
+        snprintf(t, sizeof t, "text %s.legend%ld", where, i);
+        nc_layout_record(L, t, tx, eb - b.asc, b.w, b.asc + b.desc, b.minpx);
     }
+}
+
+/* ------------------------------------------------------------------ */
+/* Point labels                                                        */
+/* ------------------------------------------------------------------ */
+
+/* Places the point labels of p on area a, in their order, each at the
+ * first of eight places around its point that stays inside the area and
+ * covers no line ink of m (curves, markers, lines, labels placed before);
+ * a placed label's box becomes line ink. box[i] gets the label's box
+ * (x, y, w, h; w = 0 when left out). Returns the number placed. */
+static size_t place_labels(cairo_t *cr, const layout *L, const nc_figure *fig, const nc_panel *p,
+                           const nc_rect *a, nc_inkmap *m, double (*box)[4])
+{
+    double sz = fmax(L->font_px * NOTE_FONT, MIN_TEXT_PT * L->px_pt);
+    size_t placed = 0;
+    for (size_t i = 0; i < p->nlabels; i++) {
+        const nc_label *lb = &p->labels[i];
+        box[i][2] = 0;
+        double px, py;
+        if (fig->no_labels || !lb->text || !usable(p, lb->x, lb->y))
+            continue;
+        nc_panel_to_pixel(p, a, lb->x, lb->y, &px, &py);
+        textbox b = nc_text_measure(cr, sz, lb->text);
+        double h = b.asc + b.desc, off = 0.5 * MARKER_PT * L->s + INK_CELL + 1;
+        /* right, left, above right, above left, below right, below left, above, below */
+        static const double fx[8] = {1, -1, 1, -1, 1, -1, 0, 0}, fy[8] = {0, 0, -1, -1, 1, 1, -1, 1};
+        for (int c = 0; c < 8; c++) {
+            double x = fx[c] > 0 ? px + off : fx[c] < 0 ? px - off - b.w : px - b.w / 2;
+            double y = fy[c] < 0 ? py - off - h : fy[c] > 0 ? py + off : py - h / 2;
+            if (fx[c] == 0)
+                y = fy[c] < 0 ? py - off - h - INK_CELL : py + off + INK_CELL;
+            else if (fy[c] != 0)
+                x += fx[c] > 0 ? -off / 2 : off / 2, y += fy[c] < 0 ? off / 2 : -off / 2;
+            if (x < a->x || y < a->y || x + b.w > a->x + a->w || y + h > a->y + a->h)
+                continue;
+            double cloud, lines;
+            nc_ink_under(m, a, x, y, b.w, h, &cloud, &lines);
+            if (lines > 0)
+                continue;
+            nc_ink_block(m, a, x, y, b.w, h);
+            box[i][0] = x, box[i][1] = y, box[i][2] = b.w, box[i][3] = h;
+            placed++;
+            break;
+        }
+    }
+    return placed;
+}
+
+/* Panel k's note as drawn: its own, and when point labels were left out,
+ * a line counting them; into pl->note_text (owned). */
+static int compose_note(const nc_panel *p, size_t shown, size_t wanted, panel_layout *pl)
+{
+    free(pl->note_text);
+    pl->note_text = NULL;
+    char count[96] = "";
+    if (shown < wanted)
+        snprintf(count, sizeof count, "%zu of %zu %s named", shown, wanted,
+                 p->labels_what ? p->labels_what : "points");
+    const char *own = p->note ? p->note : "";
+    if (!*own && !*count)
+        return 0;
+    size_t n = strlen(own) + strlen(count) + 2;
+    if (!(pl->note_text = malloc(n)))
+        return -1;
+    snprintf(pl->note_text, n, "%s%s%s", own, *own && *count ? "\n" : "", count);
+    return 0;
+}
+
+/* The usable labels of p (those with text at a drawable point). */
+static size_t labels_wanted(const nc_figure *fig, const nc_panel *p)
+{
+    size_t n = 0;
+    for (size_t i = 0; !fig->no_labels && i < p->nlabels; i++)
+        n += p->labels[i].text && usable(p, p->labels[i].x, p->labels[i].y);
+    return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Notes                                                               */
+/* ------------------------------------------------------------------ */
+
+static double note_px(const layout *L)
+{
+    return fmax(L->font_px * NOTE_FONT, MIN_TEXT_PT * L->px_pt);
+}
+
+/* The box of a note of one or more lines ('\n'), at the note size. */
+static void note_size(cairo_t *cr, const layout *L, const char *note, double *bw, double *bh)
+{
+    double np = note_px(L), w = 0;
+    cairo_font_extents_t fe;
+    nc_text_font(cr, np);
+    cairo_font_extents(cr, &fe);
+    int lines = 0;
+    for (const char *s = note; s && *s; lines++) {
+        size_t n = strcspn(s, "\n");
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)n, s);
+        w = fmax(w, nc_text_measure(cr, np, line).w);
+        s += n + (s[n] == '\n');
+    }
+    *bw = w + 0.6 * np;
+    *bh = lines * (fe.ascent + fe.descent) + 0.3 * np;
+}
+
+/* Draws the lines of note at (x, y) (the top-left of its box, bw wide),
+ * halign 0 left, 0.5 centred in the box; each recorded as "text
+ * <where>.note", "<where>.note2", ... */
+static void draw_note_lines(cairo_t *cr, layout *L, const char *note, double x, double y,
+                            double bw, double halign, const char *where)
+{
+    double np = note_px(L);
+    cairo_font_extents_t fe;
+    nc_text_font(cr, np);
+    cairo_font_extents(cr, &fe);
+    double base = y + 0.15 * np + fe.ascent;
+    int k = 0;
+    set_rgb(cr, NOTE_RGB);
+    for (const char *s = note; s && *s; k++) {
+        size_t n = strcspn(s, "\n");
+        char line[512], tag[64];
+        snprintf(line, sizeof line, "%.*s", (int)n, s);
+        textbox tb = nc_text_measure(cr, np, line);
+        double bx = halign > 0 ? x + (bw - tb.w) * halign : x + 0.3 * np;
+        nc_text_draw(cr, np, line, bx, base, 0);
+        snprintf(tag, sizeof tag, k ? "text %s.note%d" : "text %s.note", where, k + 1);
+        nc_layout_record(L, tag, bx, base - tb.asc, tb.w, tb.asc + tb.desc, tb.minpx);
+        char said[600];
+        snprintf(said, sizeof said, "say %s %s", tag + 5, line); /* what it says */
+        nc_layout_record_line(L, said);
+        base += fe.ascent + fe.descent;
+        s += n + (s[n] == '\n');
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Planning                                                            */
+/* ------------------------------------------------------------------ */
+
+/* A legend inside the frame at the first font size and column count (the
+ * legend size, 0.85x, the smallest; one column, then two) whose best
+ * position is clean; false when none is. The box is blocked in m. */
+static bool auto_inside(cairo_t *cr, const layout *L, const nc_panel *p, const entry *e, long n,
+                        nc_inkmap *m, panel_layout *pl)
+{
+    double base = L->font_px * LEGEND_FONT, min = MIN_TEXT_PT * L->px_pt;
+    double ems[3] = {base, fmax(min, 0.85 * base), fmax(min, 0.75 * base)};
+    for (int f = 0; f < 3; f++) {
+        for (int cols = 1; cols <= 2 && cols <= n; cols++) {
+            if (p->legend_cols > 0 && cols != p->legend_cols)
+                continue;
+            double em = p->legend_pt > 0 ? p->legend_pt * L->px_pt : ems[f];
+            double bw, bh, colw, x, y;
+            box_size(cr, em, e, n, p->legend_title, cols, &bw, &bh, &colw);
+            bool clean = false;
+            int pos = nc_ink_best(m, &pl->area, LEG_AXESPAD * em, bw, bh, LEGEND_SLIVER, &clean);
+            if (!clean)
+                continue;
+            pl->legend = pos;
+            pl->legend_cols = cols;
+            pl->legend_px = em;
+            nc_ink_box_at(pos, &pl->area, LEG_AXESPAD * em, bw, bh, &x, &y);
+            nc_ink_block(m, &pl->area, x, y, bw, bh);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Where panel k's legend and note go, on its area in L (panel_layout's
+ * legend, legend_cols, legend_px, note). */
+static int plan_panel(cairo_t *cr, const nc_figure *fig, layout *L, size_t k)
+{
+    const nc_panel *p = &fig->panels[k];
+    panel_layout *pl = &L->p[k];
+    entry *e = NULL;
+    nc_inkmap m = {0, 0, NULL, NULL};
+    double (*box)[4] = calloc(p->nlabels ? p->nlabels : 1, sizeof *box);
+    long n = legend_entries(L, p, &e);
+    int rc = -1;
+    if (n < 0 || !box || nc_ink_build(L, p, NULL, &pl->area, &m) != 0)
+        goto out;
+    pl->legend_px = p->legend_pt > 0 ? p->legend_pt * L->px_pt : L->font_px * LEGEND_FONT;
+    pl->legend_cols = p->legend_cols > 0 ? p->legend_cols : 1;
+    size_t shown = place_labels(cr, L, fig, p, &pl->area, &m, box);
+    if (compose_note(p, shown, labels_wanted(fig, p), pl) != 0)
+        goto out;
+    pl->legend = p->legend_pos;
+    if (n == 0 || p->legend_pos == NC_LEGEND_NONE) {
+        pl->legend = NC_LEGEND_NONE;
+    } else if (fig->shared_legend || p->legend_pos == NC_LEGEND_OUTSIDE) {
+        pl->legend = NC_LEGEND_OUTSIDE;
+    } else if (p->legend_pos == NC_LEGEND_AUTO) {
+        if (!auto_inside(cr, L, p, e, n, &m, pl))
+            pl->legend = NC_LEGEND_OUTSIDE;
+    } else { /* a fixed place */
+        double bw, bh, colw, x, y, pad = LEG_AXESPAD * pl->legend_px;
+        box_size(cr, pl->legend_px, e, n, p->legend_title, pl->legend_cols, &bw, &bh, &colw);
+        nc_ink_box_at(p->legend_pos, &pl->area, pad, bw, bh, &x, &y);
+        nc_ink_block(&m, &pl->area, x, y, bw, bh);
+    }
+    pl->note = NC_LEGEND_NONE;
+    if (pl->note_text) {
+        double bw, bh, pad = LEG_AXESPAD * note_px(L);
+        bool clean = false;
+        note_size(cr, L, pl->note_text, &bw, &bh);
+        int pos = nc_ink_best(&m, &pl->area, pad, bw, bh, NOTE_SLIVER, &clean);
+        pl->note = p->note_pos != NC_LEGEND_AUTO ? p->note_pos
+                   : clean                       ? pos
+                                                 : NC_LEGEND_OUTSIDE;
+    }
+    if (p->density) { /* the cloud's map (the block's first half), kept for drawing */
+        free(pl->ink_cloud);
+        pl->ink_cloud = m.cloud;
+        pl->ink_w = pl->area.w;
+        pl->ink_h = pl->area.h;
+        m.cloud = NULL;
+    }
+    rc = 0;
+out:
+    free(e);
+    free(box);
+    free(m.cloud);
+    return rc;
 }
 
 /* The entries of every panel whose legend is in the strip, first of each
@@ -436,74 +471,103 @@ static long strip_entries(const nc_figure *fig, const layout *L, entry **out, co
 }
 
 /* Columns of the strip: as many as fit its width, at most n. */
-static int strip_cols(cairo_t *cr, const layout *L, const entry *e, long n, const char *title,
+static int strip_cols(cairo_t *cr, double em, const entry *e, long n, const char *title,
                       double width)
 {
     int ncol = (int)(n > 0 ? n : 1);
     for (; ncol > 1; ncol--) {
         double bw, bh, colw;
-        box_size(cr, L, e, n, title, ncol, &bw, &bh, &colw);
+        box_size(cr, em, e, n, title, ncol, &bw, &bh, &colw);
         if (bw <= width)
             break;
     }
     return ncol;
 }
 
-int nc_legend_plan(const nc_figure *fig, layout *L, double *strip_h)
+/* The notes in the strip, one a line: the panels' that did not fit
+ * inside (with a line kept for a label count that may appear when the
+ * areas shrink for the strip), then the figure's. Owned by the caller;
+ * NULL when there are none or out of memory (*oom then). */
+static char *strip_notes(const nc_figure *fig, const layout *L, bool *oom)
 {
-    *strip_h = 0;
-    cairo_surface_t *surf = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
-    cairo_t *cr = cairo_create(surf);
+    size_t n = 1;
+    *oom = false;
+    for (size_t k = 0; k < fig->npanels; k++)
+        if (L->p[k].note == NC_LEGEND_OUTSIDE && L->p[k].note_text)
+            n += strlen(L->p[k].note_text) + 1;
+    if (fig->note)
+        n += strlen(fig->note) + 1;
+    if (n == 1)
+        return NULL;
+    char *t = malloc(n), *o = t;
+    if (!t) {
+        *oom = true;
+        return NULL;
+    }
+    *o = '\0';
+    for (size_t k = 0; k < fig->npanels; k++)
+        if (L->p[k].note == NC_LEGEND_OUTSIDE && L->p[k].note_text)
+            o += sprintf(o, "%s%s", o > t ? "\n" : "", L->p[k].note_text);
+    if (fig->note)
+        o += sprintf(o, "%s%s", o > t ? "\n" : "", fig->note);
+    return t;
+}
+
+/* The legend strip's height at its font L->strip_legend_px, which is
+ * the legend size made smaller (down to 6 pt) while the strip would take
+ * more than STRIP_CAP of the figure's height; 0 without entries. */
+static double strip_legend_h(cairo_t *cr, const layout *L, const entry *e, long n,
+                             const char *title, double *em)
+{
+    double base = L->font_px * LEGEND_FONT, min = MIN_TEXT_PT * L->px_pt, bh = 0;
+    if (n <= 0)
+        return 0;
+    for (*em = base;; *em = fmax(min, *em - 0.1 * base)) {
+        double bw, colw;
+        int ncol = strip_cols(cr, *em, e, n, title, L->W - 2 * L->pad);
+        box_size(cr, *em, e, n, title, ncol, &bw, &bh, &colw);
+        if (bh <= STRIP_CAP * L->H || *em <= min)
+            return bh;
+    }
+}
+
+static cairo_t *measuring_context(const layout *L, cairo_surface_t **surf)
+{
+    *surf = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
+    cairo_t *cr = cairo_create(*surf);
     cairo_font_options_t *fo = nc_text_options(); /* measure as the drawing will */
     cairo_set_font_options(cr, fo);
     cairo_font_options_destroy(fo);
+    nc_text_set_min(cr, MIN_TEXT_PT * L->px_pt);
+    return cr;
+}
+
+int nc_legend_plan(const nc_figure *fig, layout *L, double *strip_h)
+{
+    *strip_h = 0;
+    cairo_surface_t *surf;
+    cairo_t *cr = measuring_context(L, &surf);
     int rc = cairo_status(cr) == CAIRO_STATUS_SUCCESS ? 0 : -1;
-    bool any = false;
-    for (size_t k = 0; k < fig->npanels && !rc; k++) {
-        const nc_panel *p = &fig->panels[k];
-        panel_layout *pl = &L->p[k];
-        entry *e = NULL;
-        long n = legend_entries(L, p, &e);
-        inkmap m = {0, 0, NULL, NULL};
-        pl->legend = p->legend_pos;
-        if (n < 0) {
-            rc = -1;
-        } else if (n == 0 || p->legend_pos == NC_LEGEND_NONE) {
-            pl->legend = NC_LEGEND_NONE;
-        } else if (fig->shared_legend || p->legend_pos == NC_LEGEND_OUTSIDE) {
-            pl->legend = NC_LEGEND_OUTSIDE;
-        } else if (p->legend_pos == NC_LEGEND_AUTO) {
-            double bw, bh, colw, em = L->font_px * LEGEND_FONT;
-            box_size(cr, L, e, n, p->legend_title, 1, &bw, &bh, &colw);
-            bool clean = false;
-            if (ink_build(L, p, &pl->area, &m) != 0) {
-                rc = -1;
-            } else {
-                best_position(&m, &pl->area, LEG_AXESPAD * em, bw, bh, NC_LEGEND_UPPER_RIGHT,
-                              NC_LEGEND_CENTER, &clean);
-                pl->ink_cloud = m.cloud; /* kept for drawing on this layout (layout.h) */
-                m.cloud = NULL;
-            }
-            pl->legend = clean ? NC_LEGEND_AUTO : NC_LEGEND_OUTSIDE;
+    for (size_t k = 0; k < fig->npanels && !rc; k++)
+        rc = plan_panel(cr, fig, L, k);
+    entry *e = NULL;
+    const char *title;
+    long n = rc ? -1 : strip_entries(fig, L, &e, &title);
+    bool oom = false;
+    char *notes = rc ? NULL : strip_notes(fig, L, &oom);
+    if (n < 0 || oom) {
+        rc = -1;
+    } else {
+        double h = strip_legend_h(cr, L, e, n, title, &L->strip_legend_px);
+        if (notes) {
+            double bw, bh;
+            note_size(cr, L, notes, &bw, &bh);
+            h += (h > 0 ? L->gap / 2 : 0) + bh;
         }
-        any = any || pl->legend == NC_LEGEND_OUTSIDE;
-        free(e);
-        free(m.cloud);
+        *strip_h = h;
     }
-    if (!rc && any) {
-        entry *e;
-        const char *title;
-        long n = strip_entries(fig, L, &e, &title);
-        if (n < 0) {
-            rc = -1;
-        } else {
-            double bw, bh, colw;
-            int ncol = strip_cols(cr, L, e, n, title, L->W - 2 * L->pad);
-            box_size(cr, L, e, n, title, ncol, &bw, &bh, &colw);
-            *strip_h = bh;
-        }
-        free(e);
-    }
+    free(e);
+    free(notes);
     cairo_destroy(cr);
     cairo_surface_destroy(surf);
     return rc;
@@ -516,82 +580,87 @@ int nc_legend_draw_strip(cairo_t *cr, const nc_figure *fig, layout *L)
     entry *e;
     const char *title;
     long n = strip_entries(fig, L, &e, &title);
-    if (n < 0)
+    bool oom = false;
+    char *notes = n < 0 ? NULL : strip_notes(fig, L, &oom);
+    if (n < 0 || oom) {
+        free(e);
         return -1;
+    }
+    double y = L->strip.y, em = L->strip_legend_px;
     if (n > 0) {
         double bw, bh, colw;
-        int ncol = strip_cols(cr, L, e, n, title, L->strip.w);
-        box_size(cr, L, e, n, title, ncol, &bw, &bh, &colw);
-        draw_box(cr, L, e, n, title, ncol, L->strip.x + (L->strip.w - bw) / 2, L->strip.y, bw,
-                 bh, colw, "legend outside");
+        int ncol = strip_cols(cr, em, e, n, title, L->strip.w);
+        box_size(cr, em, e, n, title, ncol, &bw, &bh, &colw);
+        draw_box(cr, L, em, e, n, title, ncol, L->strip.x + (L->strip.w - bw) / 2, y, bw, bh,
+                 colw, "legend outside", "outside");
+        y += bh + L->gap / 2;
     }
+    if (notes) {
+        double bw, bh;
+        note_size(cr, L, notes, &bw, &bh);
+        draw_note_lines(cr, L, notes, L->strip.x, y, L->strip.w, 0.5, "strip");
+    }
+    free(notes);
     free(e);
     return 0;
 }
 
-/* The note of panel k in the least inked corner of its area. */
-static void draw_note(cairo_t *cr, layout *L, const nc_panel *p, const nc_rect *a, inkmap *m,
-                      size_t k)
+/* The labels, legend and note of panel k, drawn on its final area. */
+int nc_legend_draw(cairo_t *cr, layout *L, const nc_figure *fig, const nc_panel *p, size_t k)
 {
-    double np = fmax(L->font_px * NOTE_FONT, MIN_TEXT_PT * L->px_pt), pad = LEG_AXESPAD * np;
-    cairo_font_extents_t fe;
-    nc_text_font(cr, np);
-    cairo_font_extents(cr, &fe);
-    textbox tb = nc_text_measure(cr, np, p->note);
-    double bw = tb.w + 0.6 * np, bh = fe.ascent + fe.descent + 0.3 * np;
-    if (bw + 2 * pad > a->w || bh + 2 * pad > a->h)
-        return; /* a note wider than its panel is left out */
-    int pos = best_position(m, a, pad, bw, bh, NC_LEGEND_UPPER_RIGHT, NC_LEGEND_LOWER_RIGHT, NULL);
-    double x, y;
-    box_at(pos, a, pad, bw, bh, &x, &y);
-    cairo_rectangle(cr, x, y, bw, bh);
-    cairo_set_source_rgba(cr, 1, 1, 1, LEG_ALPHA);
-    cairo_fill(cr);
-    set_rgb(cr, NOTE_RGB);
-    double bx = x + 0.3 * np, base = y + 0.15 * np + fe.ascent;
-    nc_text_draw(cr, np, p->note, bx, base, 0);
-    char tag[64];
-    snprintf(tag, sizeof tag, "text panel%zu.note", k);
-    nc_layout_record(L, tag, bx, base - tb.asc, tb.w, tb.asc + tb.desc, np);
-}
-
-int nc_legend_draw(cairo_t *cr, layout *L, const nc_panel *p, size_t k)
-{
-    const nc_rect *a = &L->p[k].area;
+    panel_layout *pl = &L->p[k];
+    const nc_rect *a = &pl->area;
     entry *e = NULL;
-    inkmap m = {0, 0, NULL, NULL};
-    int where = L->p[k].legend;
-    bool inside = where != NC_LEGEND_NONE && where != NC_LEGEND_OUTSIDE;
+    nc_inkmap m = {0, 0, NULL, NULL};
+    double (*box)[4] = calloc(p->nlabels ? p->nlabels : 1, sizeof *box);
+    bool inside = pl->legend != NC_LEGEND_NONE && pl->legend != NC_LEGEND_OUTSIDE;
     long n = inside ? legend_entries(L, p, &e) : 0;
     int rc = -1;
-    if (L->p[k].ink_cloud) { /* the plan's, on this very area */
-        m = (inkmap){(a->w + INK_CELL - 1) / INK_CELL, (a->h + INK_CELL - 1) / INK_CELL,
-                     L->p[k].ink_cloud, NULL};
-        m.line = m.cloud + (size_t)m.gw * (size_t)m.gh;
-        L->p[k].ink_cloud = NULL;
-    } else if (n >= 0 && ink_build(L, p, a, &m) != 0) {
+    char tag[64];
+    if (n < 0 || !box || nc_ink_build(L, p, pl, a, &m) != 0)
         goto out;
+    size_t shown = place_labels(cr, L, fig, p, a, &m, box);
+    double sz = fmax(L->font_px * NOTE_FONT, MIN_TEXT_PT * L->px_pt);
+    for (size_t i = 0; i < p->nlabels; i++) {
+        if (!(box[i][2] > 0))
+            continue;
+        textbox b = nc_text_measure(cr, sz, p->labels[i].text);
+        set_rgb(cr, p->labels[i].color);
+        nc_text_draw(cr, sz, p->labels[i].text, box[i][0], box[i][1] + b.asc, 0);
+        snprintf(tag, sizeof tag, "text panel%zu.label%zu", k, i);
+        nc_layout_record(L, tag, box[i][0], box[i][1], b.w, b.asc + b.desc, b.minpx);
     }
-    if (n < 0)
+    if (compose_note(p, shown, labels_wanted(fig, p), pl) != 0)
         goto out;
     if (n > 0) {
-        double bw, bh, colw, em = L->font_px * LEGEND_FONT, pad = LEG_AXESPAD * em;
-        box_size(cr, L, e, n, p->legend_title, 1, &bw, &bh, &colw);
-        int pos = where == NC_LEGEND_AUTO ? best_position(&m, a, pad, bw, bh, NC_LEGEND_UPPER_RIGHT,
-                                                          NC_LEGEND_CENTER, NULL)
-                                          : where;
-        double x, y;
-        box_at(pos, a, pad, bw, bh, &x, &y);
-        ink_block(&m, a, x, y, bw, bh);
-        char tag[64];
+        double bw, bh, colw, em = pl->legend_px, pad = LEG_AXESPAD * em, x, y;
+        box_size(cr, em, e, n, p->legend_title, pl->legend_cols, &bw, &bh, &colw);
+        int pos = pl->legend == NC_LEGEND_AUTO ? nc_ink_best(&m, a, pad, bw, bh, 0, NULL)
+                                               : pl->legend;
+        nc_ink_box_at(pos, a, pad, bw, bh, &x, &y);
+        nc_ink_block(&m, a, x, y, bw, bh);
+        char where[32];
         snprintf(tag, sizeof tag, "legend panel%zu", k);
-        draw_box(cr, L, e, n, p->legend_title, 1, x, y, bw, bh, colw, tag);
+        snprintf(where, sizeof where, "panel%zu", k);
+        draw_box(cr, L, em, e, n, p->legend_title, pl->legend_cols, x, y, bw, bh, colw, tag,
+                 where);
     }
-    if (p->note && *p->note)
-        draw_note(cr, L, p, a, &m, k);
+    if (pl->note_text && pl->note != NC_LEGEND_OUTSIDE && pl->note != NC_LEGEND_NONE) {
+        double bw, bh, pad = LEG_AXESPAD * note_px(L), x, y;
+        note_size(cr, L, pl->note_text, &bw, &bh);
+        int pos = pl->note == NC_LEGEND_AUTO ? nc_ink_best(&m, a, pad, bw, bh, 0, NULL) : pl->note;
+        nc_ink_box_at(pos, a, pad, bw, bh, &x, &y);
+        cairo_rectangle(cr, x, y, bw, bh);
+        cairo_set_source_rgba(cr, 1, 1, 1, LEG_ALPHA);
+        cairo_fill(cr);
+        char where[32];
+        snprintf(where, sizeof where, "panel%zu", k);
+        draw_note_lines(cr, L, pl->note_text, x, y, bw, 0, where);
+    }
     rc = 0;
 out:
     free(e);
+    free(box);
     free(m.cloud);
     return rc;
 }

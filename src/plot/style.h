@@ -30,8 +30,9 @@
 #define SUPTITLE_FONT 1.2
 #define LEGEND_FONT 0.9
 #define NOTE_FONT 0.8
-#define EXP_FONT 0.7  /* exponent of a "10^k" label, relative to its label */
-#define EXP_RAISE 0.6 /* its baseline, raised by this many digit heights */
+#define SCRIPT_FONT 0.7   /* superscripts and subscripts, relative to their text (text.h) */
+#define SCRIPT_RAISE 0.42 /* a superscript's baseline, raised by this share of the size */
+#define SCRIPT_DROP 0.16  /* a subscript's, lowered */
 /* lengths in points */
 #define TICK_LEN_PT 3.5
 #define MINOR_LEN_PT 2.0
@@ -46,6 +47,8 @@
 #define SUPTITLE_PAD_PT 10.0 /* below the figure title */
 #define OUTER_PAD_EM 0.6 /* figure border to text, in base-font ems */
 #define GAP_EM 1.2       /* between neighbouring panels' texts */
+#define CBAR_PAD_EM 0.8  /* between a panel's frame and its colour bar, in base-font ems */
+#define CBAR_W_EM 0.9    /* the colour bar's width */
 #define CURVE_PT 1.5     /* default curve width */
 #define MARKER_PT 6.0    /* default marker size */
 /* tick density: about one label per this many label heights */
@@ -61,6 +64,7 @@
 #define LEG_AXESPAD 0.5
 #define LEG_COLSPACING 1.2 /* between the columns of the legend strip */
 #define LEG_ALPHA 0.8 /* opacity of the legend's white box */
+#define STRIP_CAP 0.25 /* the legend strip's font shrinks (to 6 pt) while it takes more */
 
 static const nc_rgb TEXT_RGB = {0.10, 0.10, 0.10};
 static const nc_rgb FRAME_RGB = {0.15, 0.15, 0.15};

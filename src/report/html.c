@@ -188,17 +188,32 @@ static int owner_of(const char *file, const cJSON *layers)
     return best;
 }
 
+/* The page from 360 px (a phone) to 1920 px: the run's figures never
+ * wider than the window, the table in a box of its own that scrolls
+ * sideways (its layer column stays in view), thumbnails wrapping in their
+ * cell, verdicts at a readable width. */
 static const char style[] =
-    "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}"
-    "h1{font-size:1.4em;margin:0 0 .3em}h2{font-size:1.1em;margin:1.2em 0 .4em}"
-    ".meta{color:#555;font-size:.9em}.verdict{background:#f3f6fa;border-left:4px solid "
-    "#3a6ea5;padding:.5em .8em;margin:.6em 0}"
-    ".runfigs img{height:260px;margin:0 .6em .6em 0;border:1px solid #ddd}"
+    "*{box-sizing:border-box}"
+    "body{font:14px/1.4 system-ui,sans-serif;margin:1em;color:#222;max-width:100%}"
+    "h1{font-size:1.4em;margin:0 0 .3em;overflow-wrap:anywhere}h2{font-size:1.1em;margin:1.2em 0 .4em}"
+    ".meta{color:#555;font-size:.9em;overflow-wrap:anywhere}"
+    ".verdict{background:#f3f6fa;border-left:4px solid #3a6ea5;padding:.5em .8em;margin:.6em 0;"
+    "overflow-wrap:anywhere}.verdict ul{margin:.3em 0 0;padding-left:1.2em}"
+    ".verdict details{margin-top:.4em;font-size:.9em;color:#444}"
+    ".runfigs{display:flex;flex-wrap:wrap;gap:.6em}"
+    ".runfigs a{max-width:100%}.runfigs img{display:block;max-width:100%;height:auto;"
+    "max-height:340px;border:1px solid #ddd}"
+    ".tablebox{max-width:100%;overflow-x:auto;border:1px solid #ddd}"
     "table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #ddd;padding:3px "
-    "6px;text-align:right;vertical-align:middle}th{background:#eee;cursor:pointer;"
-    "white-space:nowrap;user-select:none}th.asc:after{content:' \\25B2'}th.desc:after"
-    "{content:' \\25BC'}td.t{text-align:left}td.figs{white-space:nowrap}td.figs img{height:72px;margin-right:3px;"
-    "border:1px solid #ccc}tr:nth-child(even){background:#fafafa}";
+    "6px;text-align:right;vertical-align:top}th{background:#eee;cursor:pointer;"
+    "white-space:nowrap;user-select:none;position:sticky;top:0}th.asc:after{content:' \\25B2'}"
+    "th.desc:after{content:' \\25BC'}td.t{text-align:left}"
+    "td.name{position:sticky;left:0;background:#fff;z-index:1;min-width:8em;max-width:16em;"
+    "overflow-wrap:break-word}"
+    "td.v{min-width:16em;max-width:26em}"
+    "td.figs{min-width:9.5em;max-width:16em}td.figs a{display:inline-block}"
+    "td.figs img{height:64px;width:auto;max-width:100%;margin:0 3px 3px 0;border:1px solid #ccc}"
+    "tr:nth-child(even) td{background:#fafafa}tr:nth-child(even) td.name{background:#fafafa}";
 
 /* Sorting (click a header; #sort=key or #sort=-key), and a check the tests
  * read with chromium --dump-dom: images decoded, rows, sort order. */
@@ -224,6 +239,7 @@ static const char script[] =
     "im[j].naturalWidth>0)ok++;var c=document.getElementById('nc-check');"
     "c.setAttribute('data-images',im.length);c.setAttribute('data-decoded',ok);"
     "c.setAttribute('data-rows',tb.rows.length);"
+
     "c.setAttribute('data-order',Array.prototype.map.call(tb.rows,function(r){"
     "return r.getAttribute('data-name');}).join('\\n'));});})();";
 
@@ -253,9 +269,9 @@ static void header(buf *b, const cJSON *root, size_t nlayers)
 {
     const char *name = str_at(root, "config.name");
     puts_(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-             "<meta name=\"viewport\" content=\"width=device-width\"><title>normcmp: ");
+             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>");
     esc(b, name ? name : "run");
-    puts_(b, "</title><style>");
+    puts_(b, " \xe2\x80\x94 normcmp</title><style>");
     puts_(b, style);
     puts_(b, "</style></head><body>\n<h1>normcmp: ");
     esc(b, name ? name : "run");
@@ -283,13 +299,63 @@ static const char *layer_verdict(const cJSON *root, const cJSON *l)
     return v;
 }
 
+/* One part of the run's verdict, its lists of layer names left out
+ * ("d = 256 (20 layers: blocks.0.norm, ...): ..." reads "d = 256 (20
+ * layers): ..."): the names are in the table below. */
+static void short_part(buf *b, const char *s, size_t n)
+{
+    size_t k = 0;
+    while (k < n) {
+        const char *p = s + k;
+        size_t digits = strspn(p, "0123456789");
+        if (k > 0 && s[k - 1] == '(' && digits && strncmp(p + digits, " layers: ", 9) == 0) {
+            const char *close = memchr(p, ')', n - k);
+            if (close) {
+                char tmp[64];
+                snprintf(tmp, sizeof tmp, "%.*s layers", (int)digits, p);
+                esc(b, tmp);
+                k = (size_t)(close - s);
+                continue;
+            }
+        }
+        char one[2] = {s[k], 0};
+        esc(b, one);
+        k++;
+    }
+}
+
+/* The run's verdict, short: its parts (" | " between them) as a list
+ * without the layer names; the whole text below, folded. */
+static void run_verdict(buf *b, const char *v)
+{
+    puts_(b, "<div class=\"verdict\" id=\"run-verdict\"><b>Verdict:</b> ");
+    if (!v) {
+        puts_(b, "this report has no run-level verdict</div>\n");
+        return;
+    }
+    const char *bar = strstr(v, " | ");
+    short_part(b, v, bar ? (size_t)(bar - v) : strlen(v));
+    if (bar) {
+        puts_(b, "<ul>");
+        for (const char *p = bar + 3; p;) {
+            const char *next = strstr(p, " | ");
+            puts_(b, "<li>");
+            short_part(b, p, next ? (size_t)(next - p) : strlen(p));
+            puts_(b, "</li>");
+            p = next ? next + 3 : NULL;
+        }
+        puts_(b, "</ul>");
+    }
+    puts_(b, "<details><summary>the whole verdict, with the layers' names</summary>");
+    esc(b, v);
+    puts_(b, "</details></div>\n");
+}
+
 static void run_block(buf *b, const cJSON *root, const cJSON *layers, const cJSON *outs)
 {
-    const char *v = verdict_of(cJSON_GetObjectItemCaseSensitive(root, "run"));
     const cJSON *it;
-    puts_(b, "<div class=\"verdict\" id=\"run-verdict\"><b>Verdict:</b> ");
-    esc(b, v ? v : "this report has no run-level verdict");
-    puts_(b, "</div>\n<h2>Run-level figures</h2>\n<div class=\"runfigs\">");
+    run_verdict(b, verdict_of(cJSON_GetObjectItemCaseSensitive(root, "run")));
+    puts_(b, "<h2>Run-level figures</h2>\n<div class=\"runfigs\">");
     size_t n = 0;
     cJSON_ArrayForEach(it, outs)
     {
@@ -315,7 +381,8 @@ static void cell(buf *b, double v)
 static void layer_rows(buf *b, const cJSON *root, const cJSON *layers, const cJSON *outs)
 {
     puts_(b, "<h2>Layers</h2>\n<p class=\"meta\">Click a column to sort. Thumbnails link to "
-             "the figures.</p>\n<table id=\"layers\"><thead><tr>"
+             "the figures; the table scrolls sideways.</p>\n<div class=\"tablebox\">"
+             "<table id=\"layers\"><thead><tr>"
              "<th data-key=\"index\">#</th><th data-key=\"layer\">layer</th>"
              "<th data-key=\"norm\">norm</th>");
     for (size_t c = 0; c < NCOLS; c++)
@@ -330,7 +397,7 @@ static void layer_rows(buf *b, const cJSON *root, const cJSON *layers, const cJS
         const char *name = str_at(l, "name");
         puts_(b, "<tr data-name=\"");
         esc(b, name);
-        putf(b, "\"><td data-v=\"%d\">%d</td><td class=\"t\">", i, i);
+        putf(b, "\"><td data-v=\"%d\">%d</td><td class=\"t name\">", i, i);
         esc(b, name);
         puts_(b, "</td><td class=\"t\">");
         esc(b, str_at(l, "norm"));
@@ -350,7 +417,7 @@ static void layer_rows(buf *b, const cJSON *root, const cJSON *layers, const cJS
         puts_(b, "</td></tr>\n");
         i++;
     }
-    puts_(b, "</tbody></table>\n");
+    puts_(b, "</tbody></table></div>\n");
 }
 
 int nc_report_html(const char *report_json, char **html, nc_err *err)

@@ -245,7 +245,7 @@ int main(int argc, char **argv)
             return 1;
         double t0 = now_s();
         if (nc_figures_render(plan, cfg->figures, cfg->nfigures, "bench", 0, set, files, 4,
-                              &nfiles, &err) != 0) {
+                              &nfiles, NULL, &err) != 0) {
             fprintf(stderr, "bench: %s\n", err.msg);
             return 1;
         }

@@ -129,12 +129,12 @@ for g, G in zip(groups, R["groups"]):
         C.ok(got["status"] == "ok", f"d = {d} {key}: status ok")
     # the alpha-std figure's fit line of this group: the same numbers, same layers
     a = G["loglog_vs_inv_std"]["alpha"]
-    line = [s for s in legend.split("\n") if s.startswith(f"fit d = {d} ")]
+    line = [s for s in legend.split("\n") if s.startswith(f"d = {d}, ") and ": " in s]
     if a["slope"] is None:
         C.ok(not line, f"d = {d}: no fit line in the figure ({line})")
         C.ok("no slopes" in G["verdict"] and f"d = {d}" in R["verdict"], f"d = {d}: verdict")
         continue
-    want = (f"fit d = {d} ({a['layers']} layers): \u03b1 \u221d (1/std)^{a['slope']:.2f} "
+    want = (f"d = {d}, {a['layers']} layers: \u03b1 \u221d (1/std)^{a['slope']:.2f} "
             f"[{a['ci95'][0]:.2f}, {a['ci95'][1]:.2f}]")
     C.ok(line == [want], f"d = {d}: figure legend {line} == {want!r}")
     C.ok(G["verdict"] in R["verdict"] and f"(1/std)^{a['slope']:.2f}" in G["verdict"],

@@ -25,12 +25,34 @@ static char dir[] = "/tmp/nc_test_figures_XXXXXX";
 typedef struct geom {
     int x, y, w, h;
     double x0, x1, y0, y1;
+    double lin, dec; /* a symmetric-log x axis (lin > 0) */
 } geom;
 
 static bool parse_panel(const char *text, geom *g)
 {
-    return text && sscanf(text, "panel 0: area %d %d %d %d; x %lf %lf; y %lf %lf", &g->x, &g->y,
-                          &g->w, &g->h, &g->x0, &g->x1, &g->y0, &g->y1) == 8;
+    g->lin = g->dec = 0;
+    if (!text)
+        return false;
+    if (sscanf(text, "panel 0: area %d %d %d %d; x %lf %lf; y %lf %lf", &g->x, &g->y, &g->w, &g->h,
+               &g->x0, &g->x1, &g->y0, &g->y1) == 8)
+        return true;
+    return sscanf(text, "panel 0: area %d %d %d %d; x %lf %lf symlog %lf %lf; y %lf %lf", &g->x,
+                  &g->y, &g->w, &g->h, &g->x0, &g->x1, &g->lin, &g->dec, &g->y0, &g->y1) == 10;
+}
+
+/* The x axis' coordinate of x (figure.h: linear within +-lin, a decade
+ * beyond spanning dec * lin), written out independently of the plot code. */
+static double xu(const geom *g, double x)
+{
+    if (!(g->lin > 0) || fabs(x) <= g->lin)
+        return x;
+    return copysign(g->lin * (1 + g->dec * log10(fabs(x) / g->lin)), x);
+}
+
+/* The device column of x. */
+static int px_of(const geom *g, double x)
+{
+    return g->x + (int)((xu(g, x) - xu(g, g->x0)) / (xu(g, g->x1) - xu(g, g->x0)) * g->w);
 }
 
 static void pixel(const nc_png_image *img, int px, int py, int rgb[3])
@@ -63,8 +85,11 @@ static double curve_found(const nc_png_image *img, const geom *g, const nc_plan_
     static const int all[3] = {NC_FIT_LINEAR, NC_FIT_DYT, NC_FIT_DYISRU};
     int found = 0, tried = 0;
     for (int k = 1; k < 60; k++) {
-        double x = g->x0 + (g->x1 - g->x0) * k / 60.0;
-        int px = g->x + (int)((x - g->x0) / (g->x1 - g->x0) * g->w);
+        double u = xu(g, g->x0) + (xu(g, g->x1) - xu(g, g->x0)) * k / 60.0;
+        double x = fabs(u) <= g->lin || !(g->lin > 0)
+                       ? u
+                       : copysign(g->lin * pow(10.0, (fabs(u) / g->lin - 1) / g->dec), u);
+        int px = px_of(g, x);
         int py = py_of(g, pl, id, x);
         if (py <= g->y + 3 || py >= g->y + g->h - 3)
             continue;
@@ -76,7 +101,7 @@ static double curve_found(const nc_png_image *img, const geom *g, const nc_plan_
         tried++;
         bool hit = false;
         for (int dy = -3; dy <= 3 && !hit; dy++)
-            for (int dx = -1; dx <= 1 && !hit; dx++) {
+            for (int dx = -3; dx <= 3 && !hit; dx++) { /* dotted lines too */
                 int rgb[3];
                 pixel(img, px + dx, py + dy, rgb);
                 hit = dist(rgb, col) < 40;
@@ -134,7 +159,7 @@ int main(void)
     char *files[16];
     size_t nfiles = 0;
     int rc = nc_figures_render(plan, cfg->figures, cfg->nfigures, "normcmp test", 2, set, files,
-                               16, &nfiles, &err);
+                               16, &nfiles, NULL, &err);
     CHECK_INT(0, rc);
     if (rc)
         fprintf(stderr, "%s\n", err.msg);
@@ -161,7 +186,7 @@ int main(void)
     pixel(&img, 2, 2, rgb);
     CHECK(rgb[0] == 255 && rgb[1] == 255 && rgb[2] == 255);
     /* the cloud is dense at the origin: a dark blue, far from white */
-    int ox = g.x + (int)((0 - g.x0) / (g.x1 - g.x0) * g.w);
+    int ox = px_of(&g, 0);
     int oy = g.y + (int)((g.y1 - 0) / (g.y1 - g.y0) * g.h);
     bool cloud = false;
     for (int d = -4; d <= 4 && !cloud; d++) {

@@ -25,6 +25,7 @@
 #include "plot/axes.h"
 #include "plot/density.h"
 #include "plot/figure.h"
+#include "plot/raster.h"
 #include "util/sink.h"
 
 /* ------------------------------------------------------------------ */
@@ -376,7 +377,9 @@ enum { NCURVE = 200 };
 static double cx[NCURVE], ya[NCURVE], yb[NCURVE];
 static const nc_rgb DENSITY_RGB = {0.298, 0.447, 0.690}; /* 0x4c72b0 */
 static const char *const META[] = {"Software", "normcmp test", "Layer", "blocks.3.norm1",
-                                   "DyT", "alpha=0.385", NULL};
+                                   "DyT", "alpha=0.385", "Command",
+                                   "normcmp plot a.npy --figure scatter --title 'a<b & c'",
+                                   NULL};
 
 static nc_panel test_panel(void)
 {
@@ -488,15 +491,20 @@ static void test_figure_png(void)
             n_empty++;
         }
     CHECK_INT(n_empty, empty_ok);
-    /* the lone point: one pixel at opacity alpha(1) = NC_DENSITY_ALPHA_MIN
-     * over white (at 100 dpi points are not spread) */
+    /* the lone point: a 3 x 3 px dot (1 pt is 1.4 px at 100 dpi) of the
+     * floor colour, the core mixed with white to a contrast of 3:1 */
     nc_panel_to_pixel(&p, &a, -2.0385, -1.4615, &px, &py);
     px4 lone = pixel(&img, (int)px, (int)py);
-    double al = NC_DENSITY_ALPHA_MIN;
-    nc_rgb want = {1 - al + al * DENSITY_RGB.r, 1 - al + al * DENSITY_RGB.g,
-                   1 - al + al * DENSITY_RGB.b};
+    nc_rgb want = nc_raster_floor(DENSITY_RGB);
     CHECK(near_rgb(lone, want, 2));
+    CHECK(near_rgb(pixel(&img, (int)px + 1, (int)py + 1), want, 2));
     CHECK(near_rgb(pixel(&img, (int)px + 2, (int)py), white, 0));
+    double lum = 0;
+    const double c3[3] = {lone.r / 255.0, lone.g / 255.0, lone.b / 255.0}, wt[3] = {0.2126, 0.7152,
+                                                                                   0.0722};
+    for (int k = 0; k < 3; k++)
+        lum += wt[k] * (c3[k] <= 0.04045 ? c3[k] / 12.92 : pow((c3[k] + 0.055) / 1.055, 2.4));
+    CHECK_ABS(3.0, 1.05 / (lum + 0.05), 0.05); /* WCAG contrast on white */
 
     /* the curves: their colour along their centre line */
     int a_ok = 0, b_ok = 0, n = 0;
@@ -532,7 +540,15 @@ static void test_figure_png(void)
     CHECK_INT(0, nc_figure_render(&fig, NC_FMT_SVG, &s, &err));
     CHECK(mb.len > 1000 && memcmp(mb.data, "<?xml", 5) == 0);
     CHECK(memmem(mb.data, mb.len, "<svg", 4) != NULL);
-    CHECK(memmem(mb.data, mb.len, "<!--\nSoftware: normcmp test\nLayer: blocks.3.norm1\n", 50));
+    /* the metadata: an element right after the start tag, a command's "--" as it is */
+    const char *svg = memmem(mb.data, mb.len, "<svg", 4);
+    const char *tag_end = svg ? memchr(svg, '>', mb.len - (size_t)(svg - (const char *)mb.data))
+                              : NULL;
+    const char *md = "\n<metadata>\nSoftware: normcmp test\nLayer: blocks.3.norm1\n";
+    CHECK(tag_end && strncmp(tag_end + 1, md, strlen(md)) == 0);
+    const char *cmd = "Command: normcmp plot a.npy --figure scatter --title 'a&lt;b &amp; c'\n";
+    CHECK(memmem(mb.data, mb.len, cmd, strlen(cmd)) != NULL);
+    CHECK(memmem(mb.data, mb.len, "<!--", 4) == NULL);
     CHECK(memmem(mb.data, mb.len, "width=\"460.8pt\" height=\"345.6pt\"", 32) != NULL);
     CHECK(memmem(mb.data, mb.len, "<image", 6) != NULL); /* the cloud, as an image */
     nc_membuf_free(&mb);
@@ -743,7 +759,7 @@ static void test_everything_renders(void)
     CHECK(memcmp(mb.data, "%PDF", 4) == 0);
     mb.len = 0;
     CHECK_INT(0, nc_figure_render(&fig, NC_FMT_SVG, &s, &err));
-    CHECK(memmem(mb.data, mb.len, "Command: normcmp sweep - -alpha=1e-2..1e2 - - x\n", 48));
+    CHECK(memmem(mb.data, mb.len, "Command: normcmp sweep --alpha=1e-2..1e2 -- x\n", 46));
     nc_membuf_free(&mb);
 }
 
@@ -810,7 +826,7 @@ static void test_figure_errors(void)
     p.legend_pos = 99;
     nc_err_clear(&err);
     CHECK_INT(NC_EINVAL, nc_figure_render(&fig, NC_FMT_PNG, &s, &err));
-    CHECK_STR("figure: panel 0: legend position 99, expected 0 to 12", err.msg);
+    CHECK_STR("figure: panel 0: legend position 99, note position 0, expected 0 to 12", err.msg);
     p = test_panel();
     fig.dpi = 5;
     nc_err_clear(&err);
