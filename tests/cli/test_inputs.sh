@@ -176,7 +176,7 @@ expect_err 'normcmp: badnorm.json: norm: expected "layernorm" or "rmsnorm" (any 
 printf '{"name": "k", "layers": [{"file": "x.npy"}], "figure": [{"type": "scatter"}]}\n' >typo.json
 run "$NC" run typo.json --out o --quiet
 expect_status 2
-expect_err "normcmp: typo.json: figure: unknown key (did you mean figures? expected one of: name, output, norm, eps, fits, amplitude, bins, max_exact_points, sample_tokens, seed, threads, jacobian, figures, sweep, layers)"
+expect_err "normcmp: typo.json: figure: unknown key (did you mean figures? expected one of: name, output, norm, eps, fits, amplitude, bins, max_exact_points, sample_tokens, seed, threads, jacobian, figures, sweep, layers, bootstrap, token_block, dropin, alpha0, roles, swap)"
 printf '{"name": "k", "layers": [{"file": "x.npy", "lable": "a"}]}\n' >typo2.json
 run "$NC" run typo2.json --out o --quiet
 expect_status 2
@@ -184,7 +184,7 @@ expect_err_has "normcmp: typo2.json: layers[0].lable: unknown key (did you mean 
 printf '{"name": "k", "layers": [{"file": "x.npy"}], "zzz": 1}\n' >typo3.json
 run "$NC" run typo3.json --out o --quiet
 expect_status 2
-expect_err "normcmp: typo3.json: zzz: unknown key (expected one of: name, output, norm, eps, fits, amplitude, bins, max_exact_points, sample_tokens, seed, threads, jacobian, figures, sweep, layers)"
+expect_err "normcmp: typo3.json: zzz: unknown key (expected one of: name, output, norm, eps, fits, amplitude, bins, max_exact_points, sample_tokens, seed, threads, jacobian, figures, sweep, layers, bootstrap, token_block, dropin, alpha0, roles, swap)"
 
 # --- a comment in a config: JSON has none
 printf '{\n  "name": "c", // my run\n  "layers": [{"file": "x.npy"}]\n}\n' >comment.json
