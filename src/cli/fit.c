@@ -454,6 +454,7 @@ static const char plot_help[] =
     "                               jacobian       the exact J_ii and the fits' f'(x)\n"
     "                               alpha-std      fitted alpha against 1/std across layers\n"
     "                               alpha-depth    fitted alpha and C against layer index\n"
+    "                               swap-depth     the swap test's loss change per layer\n"
     "                               tanh-family    tanh(alpha x) for a few alpha\n"
     "                               outlier-steps  needs --experiment outlier-steps\n"
     "      --layer PATTERN        only these layers (name or glob; repeatable; default all)\n"
@@ -684,7 +685,7 @@ static int figure_kinds(const char *arg, fit_args *a)
         if (n >= 31 || !nc_fig_kind_parse(name, &kind))
             return cli_usage_error(a->cmd, "--figure: expected scatter, scatter-grid, "
                                    "by-token, by-channel, jacobian, alpha-std, "
-                                   "alpha-depth, tanh-family or outlier-steps, got '%s'", name);
+                                   "alpha-depth, swap-depth, tanh-family or outlier-steps, got '%s'", name);
         if (a->fo.nkinds < NC_FIG_COUNT)
             a->fo.kinds[a->fo.nkinds++] = kind;
         p += n + (p[n] == ',');

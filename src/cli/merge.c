@@ -264,6 +264,54 @@ static int merge_layers(const shard *s, size_t n, cJSON *root, nc_err *err)
     return 0;
 }
 
+/* One swap entry of the merged report ({"delta", "delta_se", ...}). */
+static nc_swap_entry swap_entry(const cJSON *o)
+{
+    nc_swap_entry e = {.param = NAN};
+    e.delta = jnum(o, "delta");
+    e.delta_se = jnum(o, "delta_se");
+    e.acc_delta = jnum(o, "accuracy_delta");
+    e.acc_delta_se = jnum(o, "accuracy_delta_se");
+    e.ok = isfinite(e.delta);
+    return e;
+}
+
+/* The swap test's results of the merged report (its top-level "swap" and
+ * the layers' "swap" blocks, which merge has checked) into plan->swap,
+ * for the swap-depth figure. Nothing when the report has none. */
+static int numbers_swap(const cJSON *root, const cJSON *layers, nc_plan *plan, nc_err *err)
+{
+    const cJSON *top = cJSON_GetObjectItemCaseSensitive(root, "swap");
+    if (!cJSON_IsObject(top))
+        return 0;
+    nc_swap *sw = &plan->swap;
+    memset(sw, 0, sizeof *sw);
+    plan->has_swap = true;
+    snprintf(sw->unit, sizeof sw->unit, "%s", jstr(top, "unit") ? jstr(top, "unit") : "nats");
+    sw->current = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(top, "current"));
+    if (!(sw->layer = calloc(plan->nlayers ? plan->nlayers : 1, sizeof *sw->layer)))
+        return nc_err_set(err, NC_ENOMEM, "out of memory");
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(top, "all"), *l;
+    for (int k = 0; k < NC_DROPIN_COUNT; k++)
+        sw->all[k] = swap_entry(cJSON_GetObjectItemCaseSensitive(all, nc_dropin_name(k)));
+    cJSON_ArrayForEach(l, layers)
+    {
+        const cJSON *ls = cJSON_GetObjectItemCaseSensitive(l, "swap");
+        const char *name = jstr(l, "name");
+        if (!cJSON_IsObject(ls) || !name)
+            continue;
+        nc_swap_layer *o = &sw->layer[sw->nlayers];
+        if (!(o->name = strdup(name)))
+            return nc_err_set(err, NC_ENOMEM, "out of memory");
+        sw->nlayers++;
+        for (int k = 0; k < NC_DROPIN_COUNT; k++) {
+            o->s[k] = swap_entry(cJSON_GetObjectItemCaseSensitive(ls, nc_dropin_name(k)));
+            sw->has[k] = sw->has[k] || o->s[k].ok;
+        }
+    }
+    return 0;
+}
+
 /* A plan holding, per layer, the numbers the run-level figures read, taken
  * from the merged report (JSON numbers round-trip exactly). */
 static int numbers_plan(const cJSON *root, const nc_config *cfg, nc_plan *plan, nc_err *err)
@@ -299,6 +347,10 @@ static int numbers_plan(const cJSON *root, const nc_config *cfg, nc_plan *plan, 
         r->stats.rho = jnum(st, "rho");
         r->stats.min = jnum(st, "min");
         r->stats.max = jnum(st, "max");
+        const char *src = jstr(l, "source"), *role = jstr(l, "role");
+        if (src && !(pl->source = strdup(src)))
+            return nc_err_set(err, NC_ENOMEM, "out of memory");
+        snprintf(pl->role.role, sizeof pl->role.role, "%s", role ? role : "unknown");
         double pts = jnum(cJSON_GetObjectItemCaseSensitive(l, "fit_data"), "points");
         r->points = pts > 0 ? (size_t)pts : 0;
         const cJSON *fits = cJSON_GetObjectItemCaseSensitive(l, "fits");
@@ -314,14 +366,18 @@ static int numbers_plan(const cJSON *root, const nc_config *cfg, nc_plan *plan, 
             fr->r2 = jnum(f, "r2");
         }
     }
-    return 0;
+    return numbers_swap(root, layers, plan, err);
 }
 
 static void numbers_plan_free(nc_plan *plan)
 {
-    for (size_t k = 0; k < plan->nlayers; k++)
+    for (size_t k = 0; k < plan->nlayers; k++) {
         free(plan->layers[k].name);
+        free(plan->layers[k].source);
+    }
     free(plan->layers);
+    if (plan->has_swap)
+        nc_swap_free(&plan->swap);
 }
 
 typedef struct outlist {
@@ -525,7 +581,8 @@ static int run_figures(const shard *s0, const cJSON *root, const char *command, 
     nc_fig_spec *keep = calloc(cfg->nfigures + 1, sizeof *keep);
     for (size_t k = 0; keep && k < cfg->nfigures; k++) {
         nc_fig_kind kind = cfg->figures[k].kind;
-        if (kind == NC_FIG_ALPHA_STD || kind == NC_FIG_ALPHA_DEPTH || kind == NC_FIG_TANH_FAMILY)
+        if (kind == NC_FIG_ALPHA_STD || kind == NC_FIG_ALPHA_DEPTH || kind == NC_FIG_TANH_FAMILY ||
+            kind == NC_FIG_SWAP_DEPTH)
             keep[nkeep++] = cfg->figures[k];
         else if (kind == NC_FIG_SCATTER_GRID && !quiet)
             fprintf(stderr, "normcmp: merge: figure 'scatter-grid' draws every layer's points "

@@ -37,7 +37,7 @@ int cli_parse_shard(const char *arg, size_t *k, size_t *n, nc_err *err)
 bool cli_fig_kind_is_run_level(int kind)
 {
     return kind == NC_FIG_ALPHA_STD || kind == NC_FIG_ALPHA_DEPTH || kind == NC_FIG_SCATTER_GRID ||
-           kind == NC_FIG_TANH_FAMILY;
+           kind == NC_FIG_TANH_FAMILY || kind == NC_FIG_SWAP_DEPTH;
 }
 
 int cli_shard_figures(const nc_plan *plan, const nc_fig_spec *specs, size_t n,

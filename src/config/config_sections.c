@@ -241,7 +241,7 @@ int nc_config_parse_figure(nc_config_walker *w, const cJSON *obj, int idx, nc_fi
         return rc;
     nc_config_child_path(p, path, "type");
     const char *kinds = "one of: scatter, scatter-grid, by-token, by-channel, jacobian, "
-                        "alpha-std, alpha-depth, tanh-family, outlier-steps";
+                        "alpha-std, alpha-depth, swap-depth, tanh-family, outlier-steps";
     bool ok = type && nc_fig_kind_parse(type, &f->kind);
     free(type);
     if (!ok)

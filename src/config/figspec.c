@@ -14,7 +14,7 @@
 
 static const char *const kind_names[NC_FIG_COUNT] = {
     "scatter", "scatter-grid", "by-token", "by-channel", "jacobian", "alpha-std", "tanh-family",
-    "outlier-steps", "alpha-depth",
+    "outlier-steps", "alpha-depth", "swap-depth",
 };
 
 const char *nc_fig_kind_name(nc_fig_kind kind)

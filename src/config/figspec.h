@@ -23,6 +23,7 @@ typedef enum nc_fig_kind {
     NC_FIG_TANH_FAMILY,
     NC_FIG_OUTLIER_STEPS,
     NC_FIG_ALPHA_DEPTH,
+    NC_FIG_SWAP_DEPTH,
     NC_FIG_COUNT
 } nc_fig_kind;
 

@@ -460,3 +460,114 @@ int nc_fig_alpha_depth_panel(job *j, const nc_plan *plan, const size_t *sel, siz
     }
     return 0;
 }
+
+/* ----------------------------------------------------------- swap-depth */
+
+/* The surrogates of the swap test, in the figure's order, and their names
+ * in the legend. */
+static const struct {
+    int id;
+    const char *label;
+} swap_series[] = {
+    {NC_DROPIN_DYT, "DyT, fitted \xce\xb1"},
+    {NC_DROPIN_DYT_ALPHA0, "DyT, paper \xce\xb1\xe2\x82\x80"},
+    {NC_DROPIN_DYISRU, "DyISRU, fitted C"},
+};
+#define NSERIES (sizeof swap_series / sizeof swap_series[0])
+#define Z95 1.959963984540054 /* the bars: +-1.96 standard errors */
+
+/* The marker of a role (attention input, MLP input, final, other). */
+static int role_marker(const char *role)
+{
+    return strcmp(role, "attn_norm") == 0  ? NC_MARKER_CIRCLE
+           : strcmp(role, "mlp_norm") == 0 ? NC_MARKER_SQUARE
+           : strcmp(role, "final_norm") == 0 ? NC_MARKER_TRIANGLE
+                                             : NC_MARKER_DIAMOND;
+}
+
+/* swap-depth: per layer with swap results (plan->swap, docs/swap.md) and
+ * per surrogate, the loss change with that norm alone replaced, at the
+ * layer's index (the surrogates side by side), with its 95 % bar; the
+ * marker says the layer's role; a line at 0 (no change). */
+int nc_fig_swap_depth_panel(job *j, const nc_plan *plan, const size_t *sel, size_t nsel,
+                            nc_panel *p, nc_err *err)
+{
+    const nc_swap *sw = plan->has_swap ? &plan->swap : NULL;
+    depth_model dm;
+    size_t cap = NSERIES * (nsel ? nsel : 1);
+    nc_mark *m = nc_fig_jalloc(j, (cap + NSERIES + 4) * sizeof *m);
+    nc_curve *cv = nc_fig_jalloc(j, cap * sizeof *cv);
+    double *xy = nc_fig_jalloc(j, 4 * cap * sizeof *xy);
+    nc_hline *zero = nc_fig_jalloc(j, sizeof *zero);
+    if (!m || !cv || !xy || !zero || !depth_build(j, plan, sel, nsel, &dm))
+        return nc_err_set(err, NC_ENOMEM, "out of memory for figures");
+    size_t nm = 0, nc = 0;
+    double ylo = 0, yhi = 0, xlo = INFINITY, xhi = -INFINITY;
+    bool roles[4] = {false}, unknown = true;
+    for (size_t k = 0; k < nsel; k++)
+        unknown = unknown && strcmp(plan->layers[sel[k]].role.role, "unknown") == 0;
+    /* markers no wider than a third of a layer's room (a whole model at
+     * 3.3 in), 4.5 pt at most */
+    double room = 0.75 * 72 * j->fig.width_in / ((dm.hi - dm.lo + 1) * (double)NSERIES);
+    double msize = fmax(1.8, fmin(4.5, room));
+    for (size_t k = 0; sw && k < nsel; k++) {
+        const nc_plan_layer *pl = &plan->layers[sel[k]];
+        const nc_swap_layer *sl = nc_swap_find(sw, pl->name);
+        int shape = unknown ? NC_MARKER_CIRCLE : role_marker(pl->role.role);
+        for (size_t s = 0; sl && s < NSERIES; s++) {
+            const nc_swap_entry *e = &sl->s[swap_series[s].id];
+            if (!e->ok)
+                continue;
+            double x = dm.index[k] + 0.22 * ((double)s - 1.0), y = e->delta;
+            double h = isfinite(e->delta_se) ? Z95 * e->delta_se : 0;
+            nc_rgb col = nc_cat_color((int)s);
+            m[nm++] = (nc_mark){x, y, col, shape, msize, NULL};
+            if (h > 0) {
+                double *b = xy + 4 * nc;
+                b[0] = b[1] = x, b[2] = y - h, b[3] = y + h;
+                cv[nc++] = (nc_curve){b, b + 2, 2, col, 0.9, NC_SOLID, NC_MARKER_NONE, 0, NULL};
+            }
+            ylo = fmin(ylo, y - h), yhi = fmax(yhi, y + h);
+            xlo = fmin(xlo, x), xhi = fmax(xhi, x);
+            roles[shape == NC_MARKER_CIRCLE ? 0 : shape == NC_MARKER_SQUARE ? 1
+                  : shape == NC_MARKER_TRIANGLE ? 2 : 3] = true;
+        }
+    }
+    if (nm == 0)
+        return nc_err_set(err, NC_EINVAL, "figure 'swap-depth': no selected layer has swap test "
+                                          "results (scripts/swap_test.py, then --swap FILE; "
+                                          "docs/swap.md)");
+    /* the legend: a colour per surrogate, a grey marker per role shown */
+    for (size_t s = 0; s < NSERIES; s++)
+        if (sw->has[swap_series[s].id])
+            m[nm++] = (nc_mark){NAN, NAN, nc_cat_color((int)s), NC_MARKER_NONE, 4.5,
+                                swap_series[s].label};
+    static const char *const role_label[4] = {"attention norm", "MLP norm", "final norm",
+                                              "other norm"};
+    static const int role_shape[4] = {NC_MARKER_CIRCLE, NC_MARKER_SQUARE, NC_MARKER_TRIANGLE,
+                                      NC_MARKER_DIAMOND};
+    for (int r = 0; r < 4 && !unknown; r++)
+        if (roles[r])
+            m[nm++] = (nc_mark){NAN, NAN, nc_rgb_hex(GREY_LINE), role_shape[r], 4.5,
+                                role_label[r]};
+    *zero = (nc_hline){0, nc_rgb_hex(GREY_LINE), NC_SOLID, NULL};
+    double span = yhi - ylo > 0 ? yhi - ylo : 1;
+    if (xhi <= xlo)
+        xlo -= 1, xhi += 1;
+    double pad = 0.05 * (xhi - xlo) + 0.3;
+    const nc_swap_entry *all = &sw->all[NC_DROPIN_DYT];
+    *p = (nc_panel){
+        .title = nc_fig_title(j, sw->current ? "Loss change with one norm replaced"
+                                             : "Loss change with one norm replaced "
+                                               "(earlier drop-ins)"),
+        .xlabel = dm.by_name ? "layer" : "layer (order in the run)",
+        .ylabel = nc_fig_jprintf(j, "\xce\x94 loss, %s", sw->unit),
+        .x0 = xlo - pad, .x1 = xhi + pad, .y0 = ylo - 0.08 * span, .y1 = yhi + 0.08 * span,
+        .grid = true, .curves = cv, .ncurves = nc, .marks = m, .nmarks = nm, .hlines = zero,
+        .nhlines = 1,
+        .note = all->ok && isfinite(all->delta_se)
+                    ? nc_fig_jprintf(j, "95 %% bars; all replaced (DyT): %+.2g \xc2\xb1 %.2g SE",
+                                     all->delta, all->delta_se)
+                    : "95 % bars"};
+    return j->oom ? nc_err_set(err, NC_ENOMEM, "out of memory for figures") : 0;
+}

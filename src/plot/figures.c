@@ -499,6 +499,11 @@ static int build_jobs(ctx *c, const nc_fig_spec *spec, nc_err *err)
             j->fig.shared_legend = true;
             rc = nc_fig_alpha_depth_panel(j, c->plan, c->sel, c->nsel, &j->panels[0], err);
             break;
+        case NC_FIG_SWAP_DEPTH:
+            nc_fig_set_grid(j, 1, 1, 6.4, 4.0, spec);
+            j->npanels = 1;
+            rc = nc_fig_swap_depth_panel(j, c->plan, c->sel, c->nsel, &j->panels[0], err);
+            break;
         case NC_FIG_TANH_FAMILY:
             nc_fig_set_grid(j, 1, 1, 6.0, 4.2, spec);
             j->npanels = 1;

@@ -17,6 +17,8 @@
  *                 depth, with each layer's theory value and each model
  *                 group's across-layer fit (fig_depth.c)
  *   alpha-depth   fitted alpha and C against the layer index, per group
+ *   swap-depth    the swap test's loss change with each norm replaced alone,
+ *                 per surrogate, against the layer index (docs/swap.md)
  *   tanh-family   tanh(alpha x) for a few alpha (the paper's illustration)
  *   outlier-steps the DyISRU paper's simulation: each token's outlier point
  *                 (and its mirror) with the DyT and DyISRU fits of fixed

@@ -6,7 +6,7 @@
  *
  *   figures.c     the driver: jobs per spec, the raster pass
  *   fig_panels.c  the panels of each figure kind
- *   fig_depth.c   the figures across layers (alpha-std, alpha-depth)
+ *   fig_depth.c   the figures across layers (alpha-std, alpha-depth, swap-depth)
  *   fig_grid.c    the shape of a scatter-grid: panels, columns, layers shown
  *   fig_sweep.c   the sweep figures (nc_figures_sweeps)
  *   fig_draw.c    drawing the jobs on threads and storing them in order
@@ -152,6 +152,10 @@ int nc_fig_alpha_std_panel(job *j, const nc_plan *plan, const size_t *sel, size_
  * has a DyT or DyISRU fit */
 int nc_fig_alpha_depth_panel(job *j, const nc_plan *plan, const size_t *sel, size_t nsel,
                              nc_panel *p, nc_err *err);
+/* swap-depth: the swap test's loss change per layer and surrogate (the
+ * plan's swap results); NC_EINVAL when no selected layer has any */
+int nc_fig_swap_depth_panel(job *j, const nc_plan *plan, const size_t *sel, size_t nsel,
+                            nc_panel *p, nc_err *err);
 /* tanh-family, with the alphas of j's spec */
 int nc_fig_tanh_panel(job *j, nc_panel *p, nc_err *err);
 

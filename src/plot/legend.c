@@ -514,10 +514,11 @@ static char *strip_notes(const nc_figure *fig, const layout *L, bool *oom)
 }
 
 /* The legend strip's height at its font L->strip_legend_px, which is
- * the legend size made smaller (down to 6 pt) while the strip would take
- * more than STRIP_CAP of the figure's height; 0 without entries. */
+ * the legend size made smaller (down to 6 pt) while the strip, with the
+ * notes under it (other, of height other), would take more than STRIP_CAP
+ * of the figure's height; 0 without entries. */
 static double strip_legend_h(cairo_t *cr, const layout *L, const entry *e, long n,
-                             const char *title, double *em)
+                             const char *title, double other, double *em)
 {
     double base = L->font_px * LEGEND_FONT, min = MIN_TEXT_PT * L->px_pt, bh = 0;
     if (n <= 0)
@@ -526,7 +527,7 @@ static double strip_legend_h(cairo_t *cr, const layout *L, const entry *e, long 
         double bw, colw;
         int ncol = strip_cols(cr, *em, e, n, title, L->W - 2 * L->pad);
         box_size(cr, *em, e, n, title, ncol, &bw, &bh, &colw);
-        if (bh <= STRIP_CAP * L->H || *em <= min)
+        if (bh + other <= STRIP_CAP * L->H || *em <= min)
             return bh;
     }
 }
@@ -558,12 +559,13 @@ int nc_legend_plan(const nc_figure *fig, layout *L, double *strip_h)
     if (n < 0 || oom) {
         rc = -1;
     } else {
-        double h = strip_legend_h(cr, L, e, n, title, &L->strip_legend_px);
-        if (notes) {
-            double bw, bh;
-            note_size(cr, L, notes, &bw, &bh);
-            h += (h > 0 ? L->gap / 2 : 0) + bh;
-        }
+        double bw, nh = 0;
+        if (notes)
+            note_size(cr, L, notes, &bw, &nh);
+        double h = strip_legend_h(cr, L, e, n, title, notes ? L->gap / 2 + nh : 0,
+                                  &L->strip_legend_px);
+        if (notes)
+            h += (h > 0 ? L->gap / 2 : 0) + nh;
         *strip_h = h;
     }
     free(e);

@@ -124,22 +124,57 @@ static const char *verdict_of(const cJSON *o)
     return t ? t : str_at(v, "summary");
 }
 
-/* The columns of the layer table: key (for #sort=), header, JSON path. */
+/* The columns of the layer table (docs/whole_models.md lists them): key
+ * (for #sort=), header, title (the tooltip: what the number is), the JSON
+ * path of the value, of its 95 % interval ([lo, hi]) or of its standard
+ * error, shown under it, and where the path starts: the layer's entry in
+ * "layers" (L), or its entry in "run.per_layer" (P). A text column (T)
+ * shows a string. Optional columns (OPT) appear only when a layer has
+ * the value: the drop-in parameters (make dropin) and the swap test's
+ * loss changes (docs/swap.md). */
+enum { L = 0, P = 1, T = 2, OPT = 4 };
 static const struct col {
-    const char *key, *head, *path, *title;
+    const char *key, *head, *title, *path, *ci, *se;
+    int where;
 } cols[] = {
-    {"tokens", "N", "tokens", "tokens"},
-    {"dim", "d", "dim", "channels"},
-    {"std", "std(x)", "input_stats.std", "standard deviation of the input"},
-    {"alpha", "DyT &alpha;", "fits.dyt.alpha", "fitted DyT alpha"},
-    {"alpha_std", "&alpha;&middot;std", "fits.dyt.alpha_times_std", "alpha times std(x)"},
-    {"r2_affine", "R&sup2; affine", "fits.linear.r2", "R^2 of the affine map"},
-    {"r2_dyt", "R&sup2; DyT", "fits.dyt.r2", "R^2 of DyT"},
-    {"r2_dyisru", "R&sup2; DyISRU", "fits.dyisru.r2", "R^2 of DyISRU"},
-    {"diag_share", "diag share", "jacobian.diag_frobenius_share",
-     "share of the Jacobian's squared Frobenius norm on its diagonal"},
-    {"bp_dyt", "DyT bp err", "jacobian.surrogates.dyt.backprop_rel_err",
-     "relative backprop error of DyT's derivative as the Jacobian (exact RMS over Gaussian probes)"},
+    {"role", "role", "the norm's place in its block (docs/dropin.md, roles)", "role", NULL, NULL,
+     L | T | OPT},
+    {"tokens", "N", "tokens", "tokens", NULL, NULL, L},
+    {"dim", "d", "channels", "dim", NULL, NULL, L},
+    {"std", "std(x)", "standard deviation of the input", "input_stats.std", NULL, NULL, L},
+    {"kind", "label", "saturating, near-linear or undecided: the 95 % interval of the residual "
+     "removed against the cut (docs/report.md)", "kind", NULL, NULL, P | T},
+    {"removed", "removed", "share of the affine map's residual the best S-shaped fit removes, "
+     "with its 95 % interval over resampled tokens", "residual_removed", "residual_removed_ci.ci95",
+     NULL, P},
+    {"best_r2", "best R&sup2;", "the fit of highest R^2, or the fits tied with it inside the "
+     "noise", "best_r2.fit", NULL, NULL, P | T},
+    {"slope_ratio", "slope / theory", "alpha*gamma*rho: the fitted slope at 0 over the norm's "
+     "own, with its 95 % interval", "slope_ratio.value", "slope_ratio.ci95", NULL, P},
+    {"alpha", "DyT &alpha;", "fitted DyT alpha, with its 95 % interval over resampled tokens",
+     "fits.dyt.alpha", "bootstrap.alpha.ci95", NULL, L},
+    {"alpha_std", "&alpha;&middot;std", "alpha times std(x)", "fits.dyt.alpha_times_std", NULL,
+     NULL, L},
+    {"r2_affine", "R&sup2; affine", "R^2 of the affine map, with its 95 % interval",
+     "fits.linear.r2", "bootstrap.r2.linear.ci95", NULL, L},
+    {"r2_dyt", "R&sup2; DyT", "R^2 of DyT, with its 95 % interval", "fits.dyt.r2",
+     "bootstrap.r2.dyt.ci95", NULL, L},
+    {"r2_dyisru", "R&sup2; DyISRU", "R^2 of DyISRU, with its 95 % interval", "fits.dyisru.r2",
+     "bootstrap.r2.dyisru.ci95", NULL, L},
+    {"diag_share", "diag share", "share of the Jacobian's squared Frobenius norm on its "
+     "diagonal", "jacobian.diag_frobenius_share", NULL, NULL, L},
+    {"bp_dyt", "DyT bp err", "relative backprop error of DyT's derivative as the Jacobian (exact "
+     "over probes), with its 95 % interval over resampled tokens",
+     "jacobian.surrogates.dyt.backprop_rel_err", "bootstrap.backprop.dyt.ci95", NULL, L},
+    {"dropin_alpha", "drop-in &alpha;", "the drop-in DyT's alpha (dropin_dyt.safetensors; "
+     "docs/dropin.md)", "dropin.dyt.alpha", NULL, NULL, L | OPT},
+    {"swap_dyt", "&Delta;loss DyT", "the model's loss change with this norm alone replaced by its "
+     "drop-in DyT, nats per example, &plusmn; its standard error (docs/swap.md)",
+     "swap.dyt.delta", NULL, "swap.dyt.delta_se", L | OPT},
+    {"swap_alpha0", "&Delta;loss DyT &alpha;&#8320;", "the same with DyT at the paper's "
+     "initial alpha", "swap.dyt_alpha0.delta", NULL, "swap.dyt_alpha0.delta_se", L | OPT},
+    {"swap_dyisru", "&Delta;loss DyISRU", "the same with the drop-in DyISRU",
+     "swap.dyisru.delta", NULL, "swap.dyisru.delta_se", L | OPT},
 };
 #define NCOLS (sizeof cols / sizeof cols[0])
 
@@ -211,7 +246,7 @@ static const char style[] =
     "td.name{position:sticky;left:0;background:#fff;z-index:1;min-width:8em;max-width:16em;"
     "overflow-wrap:break-word}"
     "td.v{min-width:16em;max-width:26em}"
-    "td.figs{min-width:9.5em;max-width:16em}td.figs a{display:inline-block}"
+    "td small{white-space:nowrap}td.figs{min-width:9.5em;max-width:16em}td.figs a{display:inline-block}"
     "td.figs img{height:64px;width:auto;max-width:100%;margin:0 3px 3px 0;border:1px solid #ccc}"
     "tr:nth-child(even) td{background:#fafafa}tr:nth-child(even) td.name{background:#fafafa}";
 
@@ -370,24 +405,108 @@ static void run_block(buf *b, const cJSON *root, const cJSON *layers, const cJSO
     puts_(b, "</div>\n");
 }
 
-static void cell(buf *b, double v)
+/* The entry of layer name in the run-level block's per_layer list. */
+static const cJSON *per_layer_of(const cJSON *root, const char *name)
 {
-    if (isfinite(v))
-        putf(b, "<td data-v=\"%.17g\">%.4g</td>", v, v);
-    else
+    const cJSON *p;
+    cJSON_ArrayForEach(p, at(root, "run.per_layer"))
+    {
+        const char *pn = str_at(p, "name");
+        if (name && pn && strcmp(pn, name) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* Where column c reads for layer l (entry pl in run.per_layer). */
+static const cJSON *col_obj(const struct col *c, const cJSON *l, const cJSON *pl)
+{
+    return c->where & P ? pl : l;
+}
+
+/* The "best R^2" cell's text: the fit, or "tie: a, b" with its ties. */
+static void best_text(buf *b, const cJSON *best)
+{
+    const cJSON *ties = cJSON_GetObjectItemCaseSensitive(best, "ties"), *t;
+    if (cJSON_GetArraySize(ties) > 0)
+        puts_(b, "tie: ");
+    esc(b, str_at(best, "fit"));
+    cJSON_ArrayForEach(t, ties)
+    {
+        if (cJSON_IsString(t)) {
+            puts_(b, ", ");
+            esc(b, t->valuestring);
+        }
+    }
+}
+
+/* One cell of column c: a number (its interval or standard error under
+ * it, smaller), a text, or a dash. */
+static void cell(buf *b, const struct col *c, const cJSON *o)
+{
+    if (c->where & T) {
+        bool best = strcmp(c->key, "best_r2") == 0;
+        const char *v = best ? str_at(o, "best_r2.fit") : str_at(o, c->path);
+        if (!v) {
+            puts_(b, "<td class=\"t\">&ndash;</td>");
+            return;
+        }
+        puts_(b, "<td class=\"t\">");
+        if (best)
+            best_text(b, at(o, "best_r2"));
+        else
+            esc(b, v);
+        puts_(b, "</td>");
+        return;
+    }
+    double v = num_at(o, c->path);
+    if (!isfinite(v)) {
         puts_(b, "<td data-v=\"\">&ndash;</td>");
+        return;
+    }
+    putf(b, "<td data-v=\"%.17g\">%.4g", v, v);
+    const cJSON *ci = c->ci ? at(o, c->ci) : NULL;
+    double se = c->se ? num_at(o, c->se) : NAN;
+    if (cJSON_IsArray(ci) && cJSON_GetArraySize(ci) == 2 &&
+        cJSON_IsNumber(cJSON_GetArrayItem(ci, 0)) && cJSON_IsNumber(cJSON_GetArrayItem(ci, 1)))
+        putf(b, "<br><small>[%.4g, %.4g]</small>", cJSON_GetArrayItem(ci, 0)->valuedouble,
+             cJSON_GetArrayItem(ci, 1)->valuedouble);
+    else if (isfinite(se))
+        putf(b, "<br><small>&plusmn; %.2g</small>", se);
+    puts_(b, "</td>");
+}
+
+/* Whether column c is shown: always, or (optional) when a layer has it. */
+static bool col_shown(const struct col *c, const cJSON *root, const cJSON *layers)
+{
+    if (!(c->where & OPT))
+        return true;
+    const cJSON *l;
+    cJSON_ArrayForEach(l, layers)
+    {
+        const cJSON *v = at(col_obj(c, l, per_layer_of(root, str_at(l, "name"))), c->path);
+        if (cJSON_IsNumber(v) || cJSON_IsString(v))
+            return true;
+    }
+    return false;
 }
 
 static void layer_rows(buf *b, const cJSON *root, const cJSON *layers, const cJSON *outs)
 {
-    puts_(b, "<h2>Layers</h2>\n<p class=\"meta\">Click a column to sort. Thumbnails link to "
-             "the figures; the table scrolls sideways.</p>\n<div class=\"tablebox\">"
+    bool shown[NCOLS];
+    for (size_t c = 0; c < NCOLS; c++)
+        shown[c] = col_shown(&cols[c], root, layers);
+    puts_(b, "<h2>Layers</h2>\n<p class=\"meta\">Click a column to sort; hover a header for "
+             "what it is. Under a number, smaller: its 95 % interval over resampled tokens "
+             "[lo, hi], or &plusmn; its standard error. Thumbnails link to the figures; the "
+             "table scrolls sideways.</p>\n<div class=\"tablebox\">"
              "<table id=\"layers\"><thead><tr>"
              "<th data-key=\"index\">#</th><th data-key=\"layer\">layer</th>"
              "<th data-key=\"norm\">norm</th>");
     for (size_t c = 0; c < NCOLS; c++)
-        putf(b, "<th data-key=\"%s\" title=\"%s\">%s</th>", cols[c].key, cols[c].title,
-             cols[c].head);
+        if (shown[c])
+            putf(b, "<th data-key=\"%s\" title=\"%s\">%s</th>", cols[c].key, cols[c].title,
+                 cols[c].head);
     puts_(b, "<th data-key=\"verdict\">verdict</th><th data-key=\"figures\">figures</th>"
              "</tr></thead><tbody>\n");
     int i = 0;
@@ -395,6 +514,7 @@ static void layer_rows(buf *b, const cJSON *root, const cJSON *layers, const cJS
     cJSON_ArrayForEach(l, layers)
     {
         const char *name = str_at(l, "name");
+        const cJSON *pl = per_layer_of(root, name);
         puts_(b, "<tr data-name=\"");
         esc(b, name);
         putf(b, "\"><td data-v=\"%d\">%d</td><td class=\"t name\">", i, i);
@@ -403,7 +523,8 @@ static void layer_rows(buf *b, const cJSON *root, const cJSON *layers, const cJS
         esc(b, str_at(l, "norm"));
         puts_(b, "</td>");
         for (size_t c = 0; c < NCOLS; c++)
-            cell(b, num_at(l, cols[c].path));
+            if (shown[c])
+                cell(b, &cols[c], col_obj(&cols[c], l, pl));
         const char *v = layer_verdict(root, l);
         puts_(b, "<td class=\"t v\">");
         esc(b, v ? v : "\xe2\x80\x93");

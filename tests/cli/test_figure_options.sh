@@ -106,7 +106,7 @@ expect_status 2
 expect_err_has "size the sweep figures of 'normcmp sweep'"
 # the theory value's formula is the norm's own (LayerNorm sqrt(d-1), RMSNorm sqrt(d))
 case "$(meta "$T/sw/ln_sweep_alpha.png" Legend)" in
-*"theory α = √(d−1)/(dρ) = "*) _ok ;;
+*"theory α = 1/(ρ√(d−1)) = "*) _ok ;;
 *) _bad "LayerNorm sweep legend: $(meta "$T/sw/ln_sweep_alpha.png" Legend)" ;;
 esac
 case "$(meta "$T/sw/rms_sweep_alpha.png" Legend)" in

@@ -3,7 +3,8 @@
 # --swap), shown per layer and for the run in report.json, the verdicts and
 # the summary; marked stale when measured with other drop-in parameters;
 # refused with one line naming the file and field when malformed; equal
-# after run --shard and merge. The results file is written here from the
+# after run --shard and merge; index.html's loss-change columns and the
+# swap-depth figure (also drawn by merge). The results file is written here from the
 # drop-in files' own parameters (no PyTorch: the swap test itself is
 # checked against PyTorch in tests/ref/test_swap.py).
 . tests/cli/lib.sh
@@ -72,6 +73,49 @@ check "the verdict says what replacing the layer alone costs" \
     test "$(field "$T/o" "r['run']['per_layer'][1]['verdict'].split('; ')[-1]")" = \
     "replacing it alone costs +0.025 +- 0.003 nats per example"
 cp "$T/o/swap.json" "$T/good_swap.json"
+# index.html: the loss changes as sortable columns, each cell the report's
+# number with its standard error under it
+/usr/bin/python3 - "$T/o" >"$T/.check" 2>&1 <<'PY'
+import json, re, sys
+d = sys.argv[1]
+rep = json.load(open(d + "/report.json"))
+page = open(d + "/index.html").read()
+heads = re.findall(r'<th data-key="([a-z0-9_]+)"', page)
+bad = [k for k in ("swap_dyt", "swap_alpha0", "swap_dyisru", "dropin_alpha", "removed",
+                   "slope_ratio", "kind") if k not in heads]
+rows = re.findall(r'<tr data-name="([^"]*)">(.*?)</tr>', page, re.S)
+for (name, row), l in zip(rows, rep["layers"]):
+    cells = re.findall(r'<td[^>]*?(?: data-v="([^"]*)")?[^>]*>(.*?)</td>', row, re.S)
+    got = dict(zip(["index", "layer", "norm"] + heads[3:], cells))
+    for key, surr in (("swap_dyt", "dyt"), ("swap_alpha0", "dyt_alpha0"), ("swap_dyisru", "dyisru")):
+        v, text = got[key]
+        want = l["swap"][surr]
+        if float(v) != want["delta"] or f"&plusmn; {want['delta_se']:.2g}" not in text:
+            bad.append(f"{name} {key}: {v} {text} vs {want['delta']} +- {want['delta_se']}")
+    v, text = got["removed"]
+    ci = l["bootstrap"]["residual_removed"]["ci95"]
+    if abs(float(v) - l["bootstrap"]["residual_removed"]["value"]) > 1e-12 or \
+            f"[{ci[0]:.4g}, {ci[1]:.4g}]" not in text:
+        bad.append(f"{name} removed: {v} {text} vs {ci}")
+print("ok" if not bad and len(rows) == 3 else f"{len(rows)} rows; " + "; ".join(bad))
+PY
+if grep -q '^ok' "$T/.check"; then _ok; else _bad "index.html swap columns: $(cat "$T/.check")"; fi
+# swap-depth: drawn from the results; refused (one line) when there are none
+run "$NC" plot $IN --out "$T/fig" --no-jacobian --bootstrap 0 --quiet --swap "$T/good_swap.json" \
+    --figure swap-depth --size 3.3x2.5
+expect_status 0
+expect_file "$T/fig/swap_depth.png"
+check "swap-depth: one bar per layer and surrogate, the run's all-replaced cost in its note" \
+    /usr/bin/python3 -c "
+from PIL import Image
+im = Image.open('$T/fig/swap_depth.png')
+lay = im.info['Layout']
+assert '95 % bars; all replaced (DyT): +0.5 \u00b1 0.12 SE' in lay, lay
+"
+run "$NC" plot $IN --out "$T/fig2" --no-jacobian --bootstrap 0 --quiet --figure swap-depth
+expect_status 2
+expect_err_has "figure 'swap-depth': no selected layer has swap test results (scripts/swap_test.py, then --swap FILE; docs/swap.md)"
+expect_no_file "$T/fig2"
 
 # measured with other drop-ins: reported, marked stale
 /usr/bin/python3 "$T/mkswap.py" "$T/o" "$T/o/swap.json" stale
@@ -100,7 +144,7 @@ expect_err_has "$T/nope.json: cannot open swap test results file"
 # run --shard and merge: the same report as one run
 cat >"$T/c.json" <<JSON
 {"name": "sw", "swap": "$T/good_swap.json", "bootstrap": 100, "jacobian": {"enabled": false},
- "figures": [{"type": "alpha-std"}],
+ "figures": [{"type": "alpha-std"}, {"type": "swap-depth"}],
  "layers": [{"file": "$V/ln00_input.npy"}, {"file": "$V/ln05_input.npy"}, {"file": "$V/ln11_input.npy"}]}
 JSON
 run "$NC" run "$T/c.json" --out "$T/full" --quiet
@@ -114,5 +158,11 @@ expect_status 0
 run /usr/bin/python3 tests/cli/merge_compare.py "$T/full" "$T/m"
 expect_status 0
 expect_out_has ok
+# merge draws swap-depth from the shards' reports: the same pixels as one run
+check "merge: swap-depth as one run draws it" /usr/bin/python3 -c "
+from PIL import Image
+a, b = (Image.open(f'{d}/swap_depth.png') for d in ('$T/full', '$T/m'))
+assert a.size == b.size and a.tobytes() == b.tobytes()
+"
 
 done_tests

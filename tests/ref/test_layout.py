@@ -334,8 +334,29 @@ def whole_model(tmp):
                                      "scale_median": round(0.4 * 1.1 ** k, 4)},
                            "label": f"blocks.{k}.norm"})
             k += 1
+    # swap test results for every layer (docs/swap.md), for swap-depth:
+    # loss changes of a few hundredths with their standard errors, a role
+    # per layer (the config's patterns: even blocks attention, odd MLP)
+    rng = np.random.default_rng(44)
+    sw = []
+    for q in range(k):
+        e = {}
+        for sname, par in (("dyt", "alpha"), ("dyt_alpha0", "alpha"), ("dyisru", "C")):
+            d = float(rng.normal(0.02 if q < 6 else 0.0, 0.03))
+            e[sname] = {par: 0.5, "loss": 2 + d, "delta": d,
+                        "delta_se": float(rng.uniform(0.004, 0.04)), "status": "ok"}
+        sw.append({"name": f"blocks.{q}.norm", "swap": e})
+    swap = os.path.join(tmp, "m44.swap.json")
+    json.dump({"format": "normcmp swap test", "version": 1,
+               "loss": {"name": "cross-entropy", "unit": "nats per token"}, "batches": 16,
+               "original": {"loss": 2.0, "loss_se": 0.05},
+               "surrogates": ["dyt", "dyt_alpha0", "dyisru"], "layers": sw,
+               "all": {"swap": {"dyt": {"delta": 0.31, "delta_se": 0.04}}}}, open(swap, "w"))
     return {"name": "m44", "jacobian": {"enabled": False}, "layers": layers, "fits": FITS,
+            "swap": swap, "roles": {r"blocks\.\d*[02468]\.": "attn_norm",
+                                    r"blocks\.\d*[13579]\.": "mlp_norm"},
             "figures": [{"type": "scatter-grid"}, {"type": "alpha-std"}, {"type": "alpha-depth"},
+                        {"type": "swap-depth"},
                         {"type": "alpha-std", "legend": "outside", "name": "alpha_std_out"},
                         {"type": "scatter", "layers": ["blocks.0.norm", "blocks.43.norm"]},
                         {"type": "by-token", "layers": ["blocks.35.norm"]},
