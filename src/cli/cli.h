@@ -36,6 +36,7 @@ bool cli_fig_kind_is_run_level(int kind);
 
 struct nc_plan;
 struct nc_fig_spec;
+struct nc_alpha_roles;
 /* The figure specs a shard draws (shallow copies, *out to free()): the
  * per-layer kinds selecting at least one of its layers. */
 int cli_shard_figures(const struct nc_plan *plan, const struct nc_fig_spec *specs, size_t n,
@@ -101,8 +102,15 @@ int cli_terminal_width(void);
 /* The outlier-steps experiment's lines of every layer that ran it. */
 void cli_print_experiments(const struct nc_plan *plan);
 
+/* One line on stderr when a run's output folder dir held an earlier run
+ * whose replaced outputs (replaced of them) went (nothing for 0). */
+void cli_note_replaced(const char *dir, size_t replaced);
+
 /* The alpha-by-role block in a few lines (dropin.c). */
 void cli_print_roles_brief(const struct nc_plan *plan);
+/* The same block for a computed alpha-by-role table (merge: from the
+ * merged report). */
+void cli_print_alpha_roles(const struct nc_alpha_roles *A);
 
 /* The brief summary (brief.c): a line per layer, the run's verdict
  * wrapped to the terminal, where the report is. */

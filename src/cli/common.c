@@ -208,6 +208,7 @@ typedef struct run_files {
     nc_outset *set;
     char *names[MAX_OUTPUT_FILES];
     size_t n;
+    size_t replaced; /* files of an earlier run in the folder, replaced or removed */
 } run_files;
 
 static void add_name(run_files *o, const char *name)
@@ -310,12 +311,19 @@ static int write_outputs(const nc_config *cfg, const nc_plan *plan, const char *
         rc = cli_write_index(o->set, json, err); /* docs/whole_models.md */
     free(json);
     if (!rc) {
-        rc = nc_outset_commit(o->set, err);
+        rc = nc_outset_commit_ex(o->set, &o->replaced, err);
         o->set = NULL;
     }
     nc_outset_abort(o->set);
     o->set = NULL;
     return rc;
+}
+
+void cli_note_replaced(const char *dir, size_t replaced)
+{
+    if (replaced)
+        fprintf(stderr, "normcmp: %s held an earlier run: its %zu output%s replaced or removed "
+                        "(other files stay)\n", dir, replaced, replaced == 1 ? "" : "s");
 }
 
 /* The summary tables on stdout: fits (unless `jacobian`), Jacobian,
@@ -445,6 +453,8 @@ int cli_execute(const nc_config *cfg, const char *command, const char *config_pa
     cli_print_checks(plan, quiet);
     if (write_outputs(cfg, plan, command, config_path, quiet, o, &err) != 0)
         goto fail;
+    if (!quiet)
+        cli_note_replaced(cfg->output, o->replaced);
     if (cli_json && print_report(cfg->output, &err) != 0) {
         status = cli_fail(&err); /* the outputs stay: they are complete */
         goto out;

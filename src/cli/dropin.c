@@ -125,9 +125,12 @@ static void print_roles(const nc_plan *plan)
 
 void cli_print_roles_brief(const nc_plan *plan)
 {
-    if (!plan->has_alpha_roles || !plan->has_run || plan->run.nlayers < 2)
-        return;
-    const nc_alpha_roles *A = &plan->alpha_roles;
+    if (plan->has_alpha_roles && plan->has_run && plan->run.nlayers >= 2)
+        cli_print_alpha_roles(&plan->alpha_roles);
+}
+
+void cli_print_alpha_roles(const nc_alpha_roles *A)
+{
     if (A->nrows == 0)
         return;
     const int width = cli_terminal_width();

@@ -703,6 +703,7 @@ static int write_merged(const shard *s, size_t n, const char *out, const char *c
     nc_outset *set = NULL;
     outlist outs = {calloc(MERGE_MAX_FILES, sizeof(char *)), 0};
     char *json = NULL, *html = NULL;
+    size_t replaced = 0;
     int rc = outs.name ? 0 : nc_err_set(err, NC_ENOMEM, "out of memory");
     if (!rc)
         rc = merged_root(s, n, out, command, &root, err);
@@ -741,10 +742,23 @@ static int write_merged(const shard *s, size_t n, const char *out, const char *c
     if (!rc)
         rc = nc_outset_add(set, "index.html", html, strlen(html), err);
     if (!rc) {
-        rc = nc_outset_commit(set, err);
+        rc = nc_outset_commit_ex(set, &replaced, err);
         set = NULL;
     }
-    nc_outset_abort(set); /* and the folders it created */
+    if (!rc && !quiet)
+        cli_note_replaced(out, replaced);
+    /* the summary a run prints (one line per layer, the run's verdict),
+     * from the report as written (root's numbers are now exact-number
+     * texts) */
+    cJSON *written = rc ? NULL : cJSON_Parse(json);
+    if (written && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(written, "layers")) >= 2) {
+        nc_err e2 = {0};
+        if (nc_report_show_run_from_layers(written, cli_print_brief, &e2) != 0 ||
+            nc_report_show_alpha_roles_from_layers(written, cli_print_alpha_roles, &e2) != 0)
+            fprintf(stderr, "normcmp: merge: %s (the summary is not shown; the report is "
+                            "written)\n", e2.msg);
+    }
+    cJSON_Delete(written);
     free(html);
     free(json);
     cJSON_Delete(root);
@@ -806,6 +820,8 @@ int cli_merge(int argc, char **argv)
     if (!rc && !quiet)
         fprintf(stderr, "normcmp: merged %zu shards into %s/report.json and index.html\n", n,
                 out);
+    if (!rc)
+        cli_print_where(out);
     for (size_t k = 0; s && k < n; k++)
         nc_shard_report_free(&s[k].rep);
     free(s);

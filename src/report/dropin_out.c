@@ -259,7 +259,9 @@ static void role_layer_from_json(const cJSON *lo, nc_role_layer *l)
                          .alpha0_rule = jstr(a0, "alpha0_rule")};
 }
 
-int nc_report_add_alpha_roles_from_layers(cJSON *root, nc_err *err)
+/* The alpha-by-role table of root's layers: added to its block "run" when
+ * add, shown with show (when not NULL). */
+static int roles_from_layers(cJSON *root, bool add, nc_roles_show show, nc_err *err)
 {
     cJSON *run = cJSON_GetObjectItemCaseSensitive(root, "run");
     const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
@@ -277,15 +279,28 @@ int nc_report_add_alpha_roles_from_layers(cJSON *root, nc_err *err)
         role_layer_from_json(lo, &L[k++]);
     nc_alpha_roles A;
     int rc = nc_alpha_roles_compute(L, n, &A, err);
-    if (!rc) {
+    if (!rc && add) {
         nc_jb b = {.ok = true};
         nc_report_add_alpha_roles(&b, run, L, &A);
         if (!b.ok)
             rc = nc_err_set(err, NC_ENOMEM, "out of memory for the alpha-by-role block");
-        nc_alpha_roles_free(&A);
     }
+    if (!rc && show)
+        show(&A);
+    if (!rc)
+        nc_alpha_roles_free(&A);
     free(L);
     return rc;
+}
+
+int nc_report_add_alpha_roles_from_layers(cJSON *root, nc_err *err)
+{
+    return roles_from_layers(root, true, NULL, err);
+}
+
+int nc_report_show_alpha_roles_from_layers(const cJSON *root, nc_roles_show show, nc_err *err)
+{
+    return roles_from_layers((cJSON *)root, false, show, err); /* root is only read */
 }
 
 /* ------------------------------------------------------------- the files */

@@ -56,6 +56,11 @@ int nc_report_dropin_merge(const char *const *names, size_t nl, const size_t *ow
  * (nothing when root has no "run"). Errors: NC_ENOMEM. */
 int nc_report_add_alpha_roles_from_layers(cJSON *root, nc_err *err);
 
+/* The same table handed to show instead (merge prints it as a run does:
+ * cli_print_alpha_roles). */
+typedef void (*nc_roles_show)(const nc_alpha_roles *A);
+int nc_report_show_alpha_roles_from_layers(const cJSON *root, nc_roles_show show, nc_err *err);
+
 /* The config's "dropin" block (enabled, alpha0, roles), a layer's "role",
  * "role_source" and "depth" (at its top level), its "dropin" block (when
  * computed), and the run-level "alpha_by_role" block of layers L under run

@@ -247,7 +247,9 @@ static void summary_from_json(const cJSON *lo, nc_layer_summary *s, double *rep)
     boot_from_json(cJSON_GetObjectItemCaseSensitive(lo, "bootstrap"), s, rep);
 }
 
-int nc_report_add_run_from_layers(cJSON *root, nc_err *err)
+/* The run summary of root's layers: added as its block "run" when add,
+ * shown with show (when not NULL). */
+static int from_layers(cJSON *root, bool add, nc_run_show show, nc_err *err)
 {
     const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
     size_t n = (size_t)cJSON_GetArraySize(layers);
@@ -274,14 +276,27 @@ int nc_report_add_run_from_layers(cJSON *root, nc_err *err)
         nc_run_summary_swap(&R, jnum_at(all, "delta", NULL), jnum_at(all, "delta_se", NULL),
                             cJSON_IsString(unit) ? unit->valuestring : NULL,
                             !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sw, "current")));
-    if (!rc) {
+    if (!rc && add) {
         nc_jb b = {.ok = true};
         nc_report_add_run(&b, root, L, &R);
         if (!b.ok)
             rc = nc_err_set(err, NC_ENOMEM, "out of memory for the run summary");
-        nc_run_summary_free(&R);
     }
+    if (!rc && show)
+        show(L, &R);
+    if (!rc)
+        nc_run_summary_free(&R);
     free(L);
     free(rep);
     return rc;
+}
+
+int nc_report_add_run_from_layers(cJSON *root, nc_err *err)
+{
+    return from_layers(root, true, NULL, err);
+}
+
+int nc_report_show_run_from_layers(const cJSON *root, nc_run_show show, nc_err *err)
+{
+    return from_layers((cJSON *)root, false, show, err); /* root is only read */
 }

@@ -22,4 +22,9 @@ void nc_report_add_run(nc_jb *b, cJSON *parent, const nc_layer_summary *L,
  * unsharded run; nothing for fewer than two layers. Errors: NC_ENOMEM. */
 int nc_report_add_run_from_layers(cJSON *root, nc_err *err);
 
+/* The same summary of a report's layers (two or more), handed to show
+ * instead (merge prints it as a run does: cli_print_brief). */
+typedef void (*nc_run_show)(const nc_layer_summary *L, const nc_run_summary *R);
+int nc_report_show_run_from_layers(const cJSON *root, nc_run_show show, nc_err *err);
+
 #endif

@@ -77,6 +77,12 @@ int nc_outset_add_copy(nc_outset *set, const char *name, int fd, uint64_t nbytes
  * removing what is left). Accepts NULL. */
 int nc_outset_commit(nc_outset *set, nc_err *err);
 
+/* nc_outset_commit of an output folder that also says, in *replaced, how
+ * many files of the earlier normcmp run in it (its report.json and the
+ * outputs that report lists) the new set replaced or removed: 0 when the
+ * folder held no earlier run. */
+int nc_outset_commit_ex(nc_outset *set, size_t *replaced, nc_err *err);
+
 /* Removes every temporary, the folders this set created, and frees set.
  * Accepts NULL. */
 void nc_outset_abort(nc_outset *set);

@@ -665,12 +665,21 @@ static int commit_swap(nc_outset *set, char *const *old, size_t nold, nc_err *er
 
 int nc_outset_commit(nc_outset *set, nc_err *err)
 {
+    return nc_outset_commit_ex(set, NULL, err);
+}
+
+int nc_outset_commit_ex(nc_outset *set, size_t *replaced, nc_err *err)
+{
+    if (replaced)
+        *replaced = 0;
     if (!set)
         return 0;
     char **old = NULL;
     size_t nold = 0;
     if (set->folder)
         nc_old_outputs(set->dir, &old, &nold);
+    if (replaced)
+        *replaced = nold;
     int rc = check_inputs(set, old, nold, err);
     if (!rc)
         rc = set->swap ? commit_swap(set, old, nold, err) : commit_in_place(set, old, nold, err);

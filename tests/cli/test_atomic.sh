@@ -6,6 +6,7 @@
 # removed by the next run. (README "Errors", src/util/outset.c.)
 . tests/cli/lib.sh
 
+V="$PWD/data/vit4mnist"
 cd "$T" || exit 1
 /usr/bin/python3 - <<'EOF'
 import json
@@ -232,6 +233,18 @@ _cmd="SIGTERM of fit --out keep/a/b/c"
 expect_status 143
 expect_no_file keep/a
 if [ -d keep ]; then _ok; else _bad "removed a folder it did not create"; fi
+
+# a run into a folder that holds an earlier run says so, in one line (not
+# under -q); a fresh folder gets no such line
+run "$NC" fit "$V/ln00_input.npy" --out notice --no-jacobian --bootstrap 0
+expect_status 0
+if grep -q "earlier run" .err; then _bad "a fresh folder: $(cat .err)"; else _ok; fi
+run "$NC" fit "$V/ln05_input.npy" --out notice --no-jacobian --bootstrap 0
+expect_status 0
+expect_err "normcmp: notice held an earlier run: its 5 outputs replaced or removed (other files stay)"
+run "$NC" fit "$V/ln05_input.npy" --out notice --no-jacobian --bootstrap 0 -q
+expect_status 0
+if [ -s .err ]; then _bad "-q: $(cat .err)"; else _ok; fi
 
 cd /
 done_tests

@@ -1,7 +1,7 @@
 # test_shard.sh - `run --shard K/N` and `merge` (docs/whole_models.md): the
 # shards, run with GNU parallel as the README shows, merge into a report
 # whose every per-layer number and run-level block equal an unsharded run's
-# (tests/cli/merge_compare.py); merge refuses mixed, missing and repeated
+# (tests/cli/merge_compare.py) and the same summary on stdout; merge refuses mixed, missing and repeated
 # shards with one line and exit 2, and leaves no output folder.
 . tests/cli/lib.sh
 
@@ -33,8 +33,9 @@ JSON
 write_config "$T/c.json" 1
 write_config "$T/other.json" 2
 
-run "$NC" run "$T/c.json" --out "$T/full" --quiet
+run env COLUMNS=80 "$NC" run "$T/c.json" --out "$T/full" --quiet
 expect_status 0
+cp "$T/.out" "$T/full.stdout"
 
 # the GNU parallel line of the README, on this machine (without GNU
 # parallel, the same shards one after another)
@@ -51,8 +52,14 @@ for k in 1 2 3; do expect_file "$T/shard$k/report.json"; done
 run /usr/bin/python3 -c "import json,sys; r=json.load(open('$T/shard1/report.json')); print(' '.join(l['name'] for l in r['layers']))"
 if [ "$(cat "$T/.out")" = "e1 late" ]; then _ok; else _bad "shard 1/3 analysed: $(cat "$T/.out")"; fi
 
-run "$NC" merge "$T/merged" "$T/shard3" "$T/shard1" "$T/shard2" --quiet
+run env COLUMNS=80 "$NC" merge "$T/merged" "$T/shard3" "$T/shard1" "$T/shard2" --quiet
 expect_status 0
+# merge prints the summary an unsharded run prints (the folder's name aside)
+sed '/^Open /,$d' "$T/.out" >"$T/merged.stdout"
+sed '/^Open /,$d' "$T/full.stdout" >"$T/full1.stdout"
+expect_out_has "Open $T/merged/index.html"
+check "merge prints the summary of the unsharded run" cmp "$T/full1.stdout" "$T/merged.stdout"
+check "the summary has a line per layer and the run's verdict" grep -q "^Run: " "$T/merged.stdout"
 run /usr/bin/python3 tests/cli/merge_compare.py "$T/full" "$T/merged"
 expect_status 0
 expect_out_has ok
