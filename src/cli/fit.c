@@ -102,7 +102,8 @@ static const char fit_help[] =
     "                             disagrees)\n"
     "  -e, --eps E                norm eps, number >= 0 (default: the dump's __metadata__,\n"
     "                             else 1e-5 LayerNorm, 1e-6 RMSNorm; or detected)\n"
-    "      --strict               exit 2 when a real output disagrees with the norm used\n"
+    "      --strict               exit 2 when a real output disagrees with the norm used or\n"
+    "                             contradicts a kind or eps that was given\n"
     "  -o, --out DIR              output folder (default out/<first file's name>)\n"
     "      --label NAME           layer name (one layer only)\n"
     "      --real-output FILE     the layer's real output (.npy; default <prefix>_output.npy)\n"
@@ -143,7 +144,8 @@ static const char run_help[] =
     "      --seed N               seed of the token sample and synthetic layers\n"
     "      --shard K/N            analyse only layers i (0-based, plan order) with\n"
     "                             i mod N = K-1; 'normcmp merge' combines the N folders\n"
-    "      --strict               exit 2 when a real output disagrees with the norm used\n"
+    "      --strict               exit 2 when a real output disagrees with the norm used or\n"
+    "                             contradicts a kind or eps that was given\n"
     "  -q, --quiet                no progress or messages on stderr\n"
     "  -h, --help                 this help\n";
 

@@ -521,26 +521,67 @@ static void add_sweep(builder *b, cJSON *sweeps, const nc_sweep_result *s)
     ensure_status(b, o, "undefined values (no fit to compare with, or no data)");
 }
 
-static void add_detection(builder *b, cJSON *c, const nc_norm_detect *det)
+static const char *precision_text(nc_dtype dt)
 {
-    cJSON *o = obj(b, c, "detection");
-    num(b, o, "tokens", (double)det->tokens);
-    cJSON *rr = obj(b, o, "relative_residual");
-    num(b, rr, "layernorm", det->rel_resid[NC_LAYERNORM]);
-    num(b, rr, "rmsnorm", det->rel_resid[NC_RMSNORM]);
-    str(b, o, "kind", nc_norm_name(det->kind));
-    boolean(b, o, "kind_fits", det->fits);
-    boolean(b, o, "kind_identified", det->kind_identified);
-    num(b, o, "eps_estimate", det->eps_hat);
-    num(b, o, "eps_se", det->eps_se);
-    boolean(b, o, "eps_identified", det->eps_identified);
-    if (!det->eps_identified)
-        num(b, o, "eps_upper_bound", det->eps_bound);
-    ensure_status(b, o, "too few tokens with a defined scale to estimate eps");
+    switch (dt) {
+    case NC_BF16: return "bf16";
+    case NC_F16: return "f16";
+    case NC_F64: return "f64";
+    default: return "f32";
+    }
 }
 
-/* The real-output check (plan/check.h): the final comparison, and when the
- * first pass disagreed, what it used and what the detection found. */
+/* What the tokens say about eps under the kind used (normcheck.h). */
+static void add_eps_fit(builder *b, cJSON *o, nc_norm_kind kind, const nc_eps_fit *e)
+{
+    cJSON *f = obj(b, o, "eps");
+    str(b, f, "under", nc_norm_name(kind));
+    str(b, f, "slope", e->slope_fitted ? "fitted" : "fixed");
+    num(b, f, "tokens", (double)e->tokens);
+    num(b, f, "distinct_tokens", (double)e->clusters);
+    num(b, f, "estimate", e->estimate);
+    num(b, f, "se", e->se);
+    num(b, f, "rounding_bias", e->bias);
+    double iv[2] = {e->lo, e->hi};
+    num_array(b, f, "interval", iv, 2);
+    boolean(b, f, "identified", e->identified);
+    if (!e->assessed)
+        str(b, f, "status", "too few distinct tokens (or no positive slope) to assess eps: any "
+                            "eps is allowed");
+}
+
+/* The real output against the noise model: both kinds, eps, the affine
+ * part used. */
+static void add_detection(builder *b, cJSON *c, const nc_real_check *k, nc_norm_kind used)
+{
+    const nc_norm_check *det = &k->det;
+    cJSON *o = obj(b, c, "detection");
+    num(b, o, "tokens", (double)det->k[used].tokens);
+    str(b, o, "kind_verdict", nc_kind_verdict_name(det->verdict));
+    str(b, o, "kind", nc_norm_name(det->kind));
+    cJSON *q = obj(b, o, "q_free");
+    num(b, q, "layernorm", det->k[NC_LAYERNORM].q_free);
+    num(b, q, "rmsnorm", det->k[NC_RMSNORM].q_free);
+    boolean(b, o, "kind_contradicted", k->kind_contradicted);
+    boolean(b, o, "eps_contradicted", k->eps_contradicted);
+    const nc_kind_check *U = &det->k[used];
+    str(b, o, "weight_source", nc_affine_src_name(U->weight));
+    str(b, o, "bias_source", nc_affine_src_name(U->bias));
+    if (U->weight == NC_AFFINE_ESTIMATED) {
+        num(b, o, "weight_rel_se", U->weight_rel_se);
+        num(b, o, "affine_rounds", U->affine_rounds);
+        boolean(b, o, "affine_converged", U->affine_converged);
+    }
+    if (U->bias == NC_AFFINE_ESTIMATED)
+        num(b, o, "bias_se", U->bias_se);
+    boolean(b, o, "rounded_after", det->rounded_after);
+    add_eps_fit(b, o, used, &U->eps);
+    ensure_status(b, o, "a kind with no token compared (d = 1 LayerNorm, or the estimate of "
+                        "the affine part failed) has no q");
+}
+
+/* The real-output check (plan/check.h): the final comparison, what the
+ * first pass used, and what the data say. */
 static void add_real_check(builder *b, cJSON *lo, const nc_plan_layer *pl)
 {
     const nc_layer_result *r = &pl->result;
@@ -549,12 +590,22 @@ static void add_real_check(builder *b, cJSON *lo, const nc_plan_layer *pl)
     num(b, c, "max_abs_diff", r->real_max_abs_diff);
     num(b, c, "rms_diff", r->real_rms_diff);
     num(b, c, "real_max_abs", r->real_max_abs);
-    num(b, c, "tolerance", k->tol);
     boolean(b, c, "affine_applied", r->real_affine);
     str(b, c, "status", k->status ? k->status : "ok");
     if (!isfinite(r->real_max_abs_diff))
         str(b, c, "reason", "the real output has non-finite values where the input is finite");
-    if (k->rerun || k->detected) {
+    if (k->detected) {
+        const nc_norm_check *det = &k->det;
+        str(b, c, "precision", precision_text(det->precision));
+        cJSON *u = obj(b, c, "unit_roundoff");
+        num(b, u, "output", det->u_output);
+        num(b, u, "input", det->u_input);
+        num(b, u, "compute", det->u_compute);
+        num(b, c, "q", k->q);
+        num(b, c, "q_max", NC_NORMCHECK_Q_MAX);
+        boolean(b, c, "agrees", k->agrees);
+    }
+    if (k->rerun) {
         cJSON *f = obj(b, c, "first_pass");
         str(b, f, "norm", nc_norm_name(k->first_norm));
         num(b, f, "eps", k->first_eps);
@@ -562,7 +613,7 @@ static void add_real_check(builder *b, cJSON *lo, const nc_plan_layer *pl)
         num(b, f, "rms_diff", k->first_rms_diff);
     }
     if (k->detected)
-        add_detection(b, c, &k->det);
+        add_detection(b, c, k, pl->norm);
     if (k->message[0])
         str(b, c, "message", k->message);
 }
