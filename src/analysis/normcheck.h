@@ -14,17 +14,20 @@
  * its dtype, after a computation whose operands were rounded too, so under
  * the right hypothesis |y_i - (w_i a_t u_i + b_i)| <= B_i with
  *
- *   B_i = h_y(y_i) + h_y(w_i n_i) + |w_i| h_y(n_i) + h_y(b_i)     (output, product,
+ *   B_i = h_y(yh_i) + h_y(w_i n_i) + |w_i| h_y(n_i) + h_y(b_i)    (output, product,
  *                                                                normalised value, bias)
  *       + |w_i| a_t h_x(x_i)                                    (input, propagated)
  *       + h_w(w_i) |n_i| + h_b(b_i)                             (stored weight, bias)
  *       + Z se(w_i n_i + b_i)                                   (estimated weight, bias)
  *
- * n_i = a_t u_i; terms for what is absent are 0, and B is never below
- * 2^-500 (so the sums stay finite). The model's own arithmetic errs in each
- * token's scale by up to NC_NORMCHECK_BIAS_ULPS u_c (u_c the unit roundoff
- * it computed in: 2^-24, or 2^-53 for float64 input and output): the fitted
- * scale absorbs it, and a fixed eps allows it. Per token and kind the
+ * n_i = a_t u_i with a_t the token's unweighted least-squares scale, yh_i =
+ * w_i n_i + b_i (magnitudes from the hypothesis, not from the noisy y);
+ * terms for what is absent are 0, and B is never below 2^-500 (so the sums
+ * stay finite). The model's own arithmetic errs in each token's scale by up
+ * to nc_scale_bias (analysis/normeps.h: one unit roundoff u_c of its
+ * arithmetic, 2^-24 or 2^-53 for float64 input and output, and a share of
+ * a half-precision output's): the fitted scale absorbs it, and a fixed eps
+ * allows it. Per token and kind the
  * scale a_t is fitted by least squares weighted by 1/B^2, which makes the
  * check independent of eps; q_free = mean over elements of
  * (residual / B)^2. Pure rounding gives q_free <= 1 (each term is at most

@@ -13,6 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+double nc_scale_bias(double uc, double uy)
+{
+    double out = uy == 0x1p-8 ? NC_NORMCHECK_BIAS_BF16 : uy == 0x1p-11 ? NC_NORMCHECK_BIAS_F16 : 0.0;
+    return NC_NORMCHECK_BIAS_ULPS * uc + out * uy;
+}
+
 typedef struct eps_row {
     double m, a; /* the token's m_t and fitted scale (sort keys: identical tokens) */
     double lw;   /* log of its weight a^6 uu */
@@ -97,7 +103,7 @@ static void eps_line(const eps_row *r, const double *w, size_t n, size_t C, nc_e
 }
 
 int nc_eps_fit_run(const double *m, const double *a, const double *uu, size_t nt, bool slope,
-                   double uc, nc_eps_fit *e, nc_err *err)
+                   double uc, double uy, nc_eps_fit *e, nc_err *err)
 {
     memset(e, 0, sizeof *e);
     e->slope_fitted = slope;
@@ -142,7 +148,7 @@ int nc_eps_fit_run(const double *m, const double *a, const double *uu, size_t nt
             sw += w[j];
             swm += w[j] * (r[j].m + fmax(e->estimate, 0.0));
         }
-        e->bias = 2.0 * NC_NORMCHECK_BIAS_ULPS * uc * swm / sw;
+        e->bias = 2.0 * nc_scale_bias(uc, uy) * swm / sw;
         e->lo = e->estimate - NC_NORMCHECK_Z * e->se - e->bias;
         e->hi = e->estimate + NC_NORMCHECK_Z * e->se + e->bias;
         e->identified = e->lo > 0;

@@ -53,7 +53,7 @@ for L in layers:
         outside = not allows(e, 1e-3)
         expect(d.get("eps_contradicted") is outside and warned is outside,
                "eps 1e-3 is flagged exactly when the data exclude it", L)
-        if prec in ("f32", "f16", "f16after"):
+        if prec in ("f32", "f16"):
             expect(outside and L["eps"] != 1e-3 and L["eps_source"] == "detected",
                    f"eps 100x off detected at {prec}", L)
     elif variant == "nometa":

@@ -39,6 +39,13 @@ Synthetic layers at the thresholds (seeded; d = 64):
              bias, far beyond 3 se; metadata right
   thr_epsoff_f32   the same without the bias, metadata eps 1e-5 + 4 rounding
              biases: outside the interval, inside it with 10x the bias
+  thr_biased_bf16, thr_biased_f16, thr_epsoff_bf16, thr_epsoff_f16   the same
+             for the output's share of the bias (0.05 u_y bfloat16, 0.01 u_y
+             float16): scales 0.6 shares high, and metadata eps 3 shares off
+  thr_hf_bf16      Hugging Face LLaMA's RMSNorm in bfloat16 at d = 4096, 256
+             tokens: its rounding chain biases the scales (0.4 of the share)
+  thr_jitter_f32   token scales jittering by up to 14 u_c: each token fits, eps
+             is allowed, the fixed-eps q is between q_max and 10 q_max
 
 Degenerate outputs (deg_const, deg_zerow: .npy, output 0): both kinds
 reproduce them, so the kind is undetermined.
@@ -216,6 +223,7 @@ x = t(tokens(0.3) * 0.5, f32)
 w, b = t(w0, f32), t(b0, f32)
 X, W, B = x.double().numpy(), w.double().numpy(), b.double().numpy()
 u_c = 2.0 ** -24
+W0, B0 = W, B
 write_thr("thr_biased_f32", x, t(ln64(X, W, B, scale=1 + 0.6 * u_c), f32), w, b, right)
 mu = X.mean(1, keepdims=True)
 m = ((X - mu) ** 2).mean(1)
@@ -225,6 +233,47 @@ wt = 1 / m ** 2
 bias = 2 * u_c * (wt * (m + EPS)).sum() / wt.sum()
 write_thr("thr_epsoff_f32", x, t(ln64(X, W, B), f32), w, b,
           {"norm": "layernorm", "eps": repr(EPS + 4 * bias)})
+
+# the output's share of the rounding bias: a model whose scales run 0.6 of
+# the allowed share high (single rounding, N = 2000, d = 512, so 3 se is well
+# below the share), and one with the right scales whose metadata eps is 3
+# shares off; and Hugging Face's RMSNorm in bfloat16 at d = 4096, whose own
+# rounding chain biases every token's scale (no false alarm)
+N2, D2 = 2000, 512
+for dt, tag, share in ((torch.bfloat16, "bf16", 0.05), (torch.float16, "f16", 0.01)):
+    u_y = 2.0 ** (-8 if tag == "bf16" else -11)
+    z = rng.standard_normal((N2, D2))
+    s = np.exp(rng.uniform(0, np.log(4), (N2, 1)))
+    x = t((z + 0.3 * rng.choice([-1, 1], (N2, 1))) * s, dt)
+    wd = rng.uniform(0.5, 1.5, D2)
+    bd = rng.normal(0.0, 0.1, D2)
+    w, b = t(wd, dt), t(bd, dt)
+    X, W, B = x.double().numpy(), w.double().numpy(), b.double().numpy()
+    y = t(ln64(X, W, B, scale=1 + 0.6 * share * u_y), dt)
+    write_thr("thr_biased_" + tag, x, y, w, b, right)
+    mu = X.mean(1, keepdims=True)
+    m = ((X - mu) ** 2).mean(1)
+    share_eps = 2 * share * u_y * (m ** -1).sum() / (m ** -2).sum()
+    write_thr("thr_epsoff_" + tag, x, t(ln64(X, W, B), dt), w, b,
+              {"norm": "layernorm", "eps": repr(EPS + 3 * share_eps)})
+g = torch.Generator().manual_seed(5)
+xr = (torch.randn(256, 4096, generator=g) * torch.exp(torch.rand(256, 1, generator=g) * 2) +
+      torch.randn(1, 4096, generator=g) * 0.5).to(torch.bfloat16)
+wr = (torch.rand(4096, generator=g) + 0.5).to(torch.bfloat16)
+xf = xr.float()
+yr = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS)).type_as(xr) * wr
+write_st(os.path.join(out, "thr_hf_bf16.safetensors"),
+         [("L.input", xr), ("L.output", yr), ("L.weight", wr)],
+         {"L.norm": "rmsnorm", "L.eps": repr(EPS)})
+
+# the agreement q of a fixed eps: a float32 model whose token scales jitter
+# by up to 14 u_c (beyond the one u_c allowed): each token's own fit is
+# exact, eps is allowed, but q is between q_max and 10 q_max
+x = t(tokens(0.3), f32)
+X = x.double().numpy()
+jit = 1 + 14 * u_c * rng.uniform(-1, 1, (N, 1))
+write_thr("thr_jitter_f32", x, t((ln64(X, W0, B0) - B0) * jit + B0, f32), t(W0, f32),
+          t(B0, f32), right)
 
 # ---------------------------------------------------------------- degenerate
 # outputs that say nothing about the kind: constant tokens (LayerNorm gives

@@ -116,6 +116,37 @@ expect_field "$T/b2" "3 * e['se'] + e['rounding_bias'] < abs(L['real_output_chec
 expect_field "$T/b2" "L['eps'], L['eps_source'], c['status'], d['eps_contradicted']" \
     "1e-05 detected detected True"
 expect_err_has "normcmp: warning: L: detected layernorm eps 1e-05 from the real output"
+# the output's share of the bias, bfloat16 and float16: the same two sides
+for h in bf16 f16; do
+    run "$NC" fit "$T/thr_biased_$h.safetensors" -o "$T/bb_$h" --no-jacobian -q
+    expect_status 0
+    expect_field "$T/bb_$h" "3 * e['se'] + e['rounding_bias'] / 10 < abs(e['estimate'] - 1e-5) < 3 * e['se'] + e['rounding_bias']" \
+        "True"
+    expect_field "$T/bb_$h" "L['eps'], L['eps_source'], c['status'], d['eps_contradicted']" \
+        "1e-05 metadata ok False"
+    run "$NC" fit "$T/thr_epsoff_$h.safetensors" -o "$T/be_$h" --no-jacobian -q
+    expect_status 0
+    expect_field "$T/be_$h" "3 * e['se'] + e['rounding_bias'] < abs(L['real_output_check']['first_pass']['eps'] - e['estimate']) < 3 * e['se'] + 10 * e['rounding_bias']" \
+        "True"
+    expect_field "$T/be_$h" "L['eps'], L['eps_source'], d['eps_contradicted']" "1e-05 detected True"
+done
+# a real rounding chain (Hugging Face RMSNorm, bfloat16, d = 4096): its bias
+# is inside the share, and more than 3 se: no false alarm only thanks to it
+run "$NC" fit "$T/thr_hf_bf16.safetensors" -o "$T/hf" --no-jacobian -q
+expect_status 0
+expect_field "$T/hf" "3 * e['se'] < abs(e['estimate'] - 1e-5) < 3 * e['se'] + e['rounding_bias']" "True"
+expect_field "$T/hf" "L['norm'], L['eps'], L['eps_source'], c['status']" "rmsnorm 1e-05 metadata ok"
+if grep -q warning "$T/.err"; then _bad "no warning on Hugging Face's bfloat16 RMSNorm"; else _ok; fi
+
+# ---- q of a fixed eps: token scales jittering beyond the model's allowance
+# fit one by one and allow eps, but disagree element by element
+run "$NC" fit "$T/thr_jitter_f32.safetensors" -o "$T/j1" --no-jacobian -q
+expect_status 0
+expect_field "$T/j1" "c['q_max'] < c['q'] < 10 * c['q_max'], d['q_free']['layernorm'] < c['q_max'] / 10" \
+    "True True"
+expect_field "$T/j1" "d['kind_verdict'], d['eps_contradicted'], c['agrees'], c['status']" \
+    "identified False False mismatch"
+expect_err_has "normcmp: warning: L: the real output differs from layernorm eps 1e-05 (kind from metadata, eps from metadata) beyond f32 rounding (q 3.2)"
 
 # ---- degenerate outputs (constant tokens, a zero weight): undetermined, no
 # false identification, no warning
