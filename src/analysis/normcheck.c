@@ -19,6 +19,7 @@
 
 #include "core/par.h"
 #include "core/sum.h"
+#include "core/vmath.h"
 
 double nc_dtype_unit_roundoff(nc_dtype dt)
 {
@@ -50,13 +51,14 @@ const char *nc_kind_verdict_name(nc_kind_verdict v)
 
 /* ============================================================ noise */
 
-/* A dtype's rounding: half an ulp of v is 2^floor(log2|v|) u, and never
- * less than hmin = u 2^emin (half the spacing of the subnormals). */
+/* A dtype's rounding: half an ulp of v is at most 2^floor(log2|v|) u, plus
+ * hmin = u 2^emin (half the spacing of the subnormals) so that values in
+ * the subnormal range and 0 are covered without a branch. */
 typedef struct dt_round {
     double u, hmin;
 } dt_round;
 
-/* The floor under every bound B (keeps 1/B^2 finite). */
+/* Added to every bound B (keeps 1/B^2 finite with float64 data). */
 #define BOUND_FLOOR 0x1p-500
 
 static dt_round round_of(nc_dtype dt)
@@ -77,16 +79,21 @@ static nc_dtype coarser(nc_dtype stored, nc_dtype src)
     return src;
 }
 
-/* Half an ulp of v: the exponent bits of v (its power of two) times u. */
-static inline double half_ulp(double v, dt_round r)
+/* Half an ulp of v in a dtype (u, hmin): the exponent bits of v (its power
+ * of two) times u, plus hmin. Straight-line code: it vectorises. */
+NC_VM_INLINE double hulp(double v, double u, double hmin)
 {
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);
     bits &= 0x7ff0000000000000u;
     double p2;
     memcpy(&p2, &bits, sizeof p2);
-    double h = p2 * r.u;
-    return h > r.hmin ? h : r.hmin;
+    return p2 * u + hmin;
+}
+
+static double half_ulp(double v, dt_round r)
+{
+    return hulp(v, r.u, r.hmin);
 }
 
 /* ============================================================ the passes */
@@ -100,6 +107,9 @@ typedef struct kind_affine {
     double *cov;   /* [3 d] estimated: var w, cov(w, b), var b; else NULL */
     nc_affine_src ws, bs;
     bool ok; /* the estimate exists */
+    /* [d] each, from the above (affine_derive): |w|, b or 0, the stored
+     * weight's half-ulp (0 otherwise), the bias's terms of the bound */
+    double *aw, *b0, *hw, *cb;
 } kind_affine;
 
 typedef struct check_ctx {
@@ -119,60 +129,103 @@ typedef struct check_ctx {
     size_t *count;       /* [NC_SHARDS][2] tokens in the sums */
 } check_ctx;
 
+/* One token under one kind: what every bound of it needs. */
+typedef struct tok_in {
+    const double *x, *y, *u; /* [d] input, real output, u of the kind */
+    const double *hx;        /* [d] h_x(x_i) */
+    double m;                /* mean u^2 */
+    double s1, su;           /* sum h_x / d (LayerNorm; RMSNorm 0), sum |u| h_x / d */
+} tok_in;
+
 /* u_i of kind k and m_t; false when m_t is not finite. */
-static bool centre(int k, const double *x, size_t d, double *u, double *m)
+/* sum_i |a_i| b_i in NC_LANES lanes (core/sum.h): it vectorises. */
+NC_VM_INLINE double abs_dot(const double *a, const double *b, size_t d)
+{
+    double s[NC_LANES] = {0};
+    size_t i = 0;
+    for (; i + NC_LANES <= d; i += NC_LANES)
+        for (int j = 0; j < NC_LANES; j++)
+            s[j] += fabs(a[i + j]) * b[i + j];
+    for (int j = 0; i < d; i++, j++)
+        s[j] += fabs(a[i]) * b[i];
+    return nc_lanes_total(s);
+}
+
+NC_VM_INLINE bool centre(int k, const double *x, size_t d, double *restrict u, double *m)
 {
     double mu = 0;
     if (k == NC_LAYERNORM) {
-        for (size_t i = 0; i < d; i++)
-            mu += x[i];
-        mu /= (double)d;
+        double s[NC_LANES] = {0};
+        size_t i = 0;
+        for (; i + NC_LANES <= d; i += NC_LANES)
+            for (int j = 0; j < NC_LANES; j++)
+                s[j] += x[i + j];
+        for (int j = 0; i < d; i++, j++)
+            s[j] += x[i];
+        mu = nc_lanes_total(s) / (double)d;
     }
-    double s = 0;
-    for (size_t i = 0; i < d; i++) {
+    double s[NC_LANES] = {0};
+    for (size_t i = 0; i < d; i++)
         u[i] = x[i] - mu;
-        s += u[i] * u[i];
-    }
-    *m = s / (double)d;
+    size_t i = 0;
+    for (; i + NC_LANES <= d; i += NC_LANES)
+        for (int j = 0; j < NC_LANES; j++)
+            s[j] += u[i + j] * u[i + j];
+    for (int j = 0; i < d; i++, j++)
+        s[j] += u[i] * u[i];
+    *m = nc_lanes_total(s) / (double)d;
     return isfinite(*m);
 }
-
-/* The bound B_i of one element (normcheck.h). */
-static double bound(const check_ctx *c, const kind_affine *af, size_t i, double x, double y,
-                    double n, double a0)
+/* The per-channel parts of kind k's bounds, after its affine part changed. */
+static void affine_derive(const check_ctx *c, kind_affine *af)
 {
-    /* magnitudes from the hypothesis's value, not the observed y: a bound
-     * from y would give the values rounded up into the next binade a larger
-     * bound, so a smaller weight, and bias the fitted scale low (by ~1e-2 u
-     * at d = 4096 in bfloat16: 4 SE of eps) */
-    double w = af->w[i], wn = w * n, yhat = wn + (af->b ? af->b[i] : 0.0);
-    (void)y;
-    double B = half_ulp(yhat, c->ry) + half_ulp(wn, c->ry) + fabs(w) * half_ulp(n, c->ry) +
-               fabs(w * a0) * half_ulp(x, c->rx);
-    if (af->b)
-        B += half_ulp(af->b[i], c->ry);
-    if (af->ws == NC_AFFINE_GIVEN)
-        B += half_ulp(w, c->rw) * fabs(n);
-    if (af->bs == NC_AFFINE_GIVEN)
-        B += half_ulp(af->b[i], c->rb);
-    if (af->cov) {
-        const double *v = af->cov + 3 * i;
-        double var = v[0] * n * n + 2.0 * v[1] * n + v[2];
-        B += NC_NORMCHECK_Z * sqrt(var > 0 ? var : 0.0);
+    for (size_t i = 0; i < c->d; i++) {
+        af->aw[i] = fabs(af->w[i]);
+        af->b0[i] = af->b ? af->b[i] : 0.0;
+        af->hw[i] = af->ws == NC_AFFINE_GIVEN ? half_ulp(af->w[i], c->rw) : 0.0;
+        af->cb[i] = (af->b ? half_ulp(af->b[i], c->ry) : 0.0) +
+                    (af->bs == NC_AFFINE_GIVEN ? half_ulp(af->b[i], c->rb) : 0.0);
     }
-    return B > BOUND_FLOOR ? B : BOUND_FLOOR;
+}
+
+/* The bounds B[i] of a token's elements under kind af with n_i = a u_i
+ * (normcheck.h). The input's rounding reaches n_i directly, |a| h_x(x_i),
+ * through the token's mean, at most |a| s1, and through its scale, at most
+ * |n_i| a^2 su (delta s / s = a <n, delta x> / d). Magnitudes come from the
+ * hypothesis's value w n + b, not from the observed y: a bound from y would
+ * give the values rounded up into the next binade a larger bound, so a
+ * smaller weight, and bias the fitted scale low (by ~1e-2 u at d = 4096 in
+ * bfloat16: 4 SE of eps). */
+NC_VM_INLINE void bounds(const check_ctx *c, const kind_affine *af, const tok_in *tk, double a,
+                         double *restrict B)
+{
+    const size_t d = c->d;
+    const double uy = c->ry.u, hy = c->ry.hmin, aa = fabs(a);
+    const double s1 = aa * tk->s1, su = aa * aa * tk->su;
+    const double *u = tk->u, *hx = tk->hx, *w = af->w, *aw = af->aw, *b0 = af->b0;
+    const double *hw = af->hw, *cb = af->cb;
+    for (size_t i = 0; i < d; i++) {
+        double n = a * u[i], wn = w[i] * n, an = fabs(n);
+        B[i] = hulp(wn + b0[i], uy, hy) + hulp(wn, uy, hy) + aw[i] * hulp(n, uy, hy) + an * hw[i] +
+               aw[i] * (aa * hx[i] + s1 + an * su) + cb[i] + BOUND_FLOOR;
+    }
+    if (af->cov)
+        for (size_t i = 0; i < d; i++) {
+            const double *v = af->cov + 3 * i;
+            double n = a * u[i], var = v[0] * n * n + 2.0 * v[1] * n + v[2];
+            B[i] += NC_NORMCHECK_Z * sqrt(var > 0 ? var : 0.0);
+        }
 }
 
 /* Stages sums and noise: the per-channel least squares of y_i on n_i, then
- * the noise of its estimate. */
-static void estimate_token(check_ctx *c, int shard, int k, const double *x, const double *u,
-                           double m, const double *y)
+ * the noise of its estimate. B: [d] scratch. */
+NC_VM_INLINE void estimate_token(check_ctx *c, int shard, int k, const tok_in *tk, double *B)
 {
     const size_t d = c->d;
-    double sc = 1.0 / sqrt(m + c->eps_round[k]);
+    const double sc = 1.0 / sqrt(tk->m + c->eps_round[k]);
     if (!isfinite(sc))
         return;
-    const double *bg = c->bias_given;
+    const double *bg = c->bias_given, *u = tk->u, *y = tk->y;
     if (c->stage == STAGE_SUMS) {
         double *s = c->acc + ((size_t)shard * 2 + (size_t)k) * NSUM * d;
         for (size_t i = 0; i < d; i++) {
@@ -187,10 +240,10 @@ static void estimate_token(check_ctx *c, int shard, int k, const double *x, cons
     }
     /* the noise model's variance of each y_i, B_i^2 / 3 (uniform within the
      * bound; B without the estimate's own term): sums for the sandwich */
-    const kind_affine *af = &c->af[k];
     double *s = c->acc + ((size_t)shard * 2 + (size_t)k) * NNOISE * d;
+    bounds(c, &c->af[k], tk, sc, B);
     for (size_t i = 0; i < d; i++) {
-        double n = u[i] * sc, B = bound(c, af, i, x[i], y[i], n, sc), v = B * B / 3.0;
+        double n = u[i] * sc, v = B[i] * B[i] / 3.0;
         s[i] += v * n * n;
         s[d + i] += v * n;
         s[2 * d + i] += v;
@@ -198,88 +251,110 @@ static void estimate_token(check_ctx *c, int shard, int k, const double *x, cons
 }
 
 /* Stage check, one token and kind: the weighted least-squares scale and
- * what q needs. sc: [3 d] scratch. */
-static void check_token(check_ctx *c, int k, size_t t, const double *x, const double *u, double m,
-                        const double *y, double *sc)
+ * what q needs. A token with no scale to fit (w u = 0: a constant LayerNorm
+ * token, d = 1, zero weights) must be the bias alone, and gives no eps.
+ * sc: [3 d] scratch. Sums in NC_LANES lanes (core/sum.h). */
+NC_VM_INLINE void check_token(check_ctx *c, int k, size_t t, const tok_in *tk, double *sc)
 {
     const size_t d = c->d;
     const kind_affine *af = &c->af[k];
     nc_kind_check *kc = c->kc[k];
-    double *z = sc, *wu = sc + d, *B = sc + 2 * d;
-    double szw = 0, sww = 0;
+    double *restrict z = sc, *restrict wu = sc + d, *restrict B = sc + 2 * d;
+    double szw[NC_LANES] = {0}, sww[NC_LANES] = {0};
     for (size_t i = 0; i < d; i++) {
-        z[i] = y[i] - (af->b ? af->b[i] : 0.0);
-        wu[i] = af->w[i] * u[i];
-        szw += z[i] * wu[i];
-        sww += wu[i] * wu[i];
+        z[i] = tk->y[i] - af->b0[i];
+        wu[i] = af->w[i] * tk->u[i];
     }
-    if (!isfinite(szw) || !isfinite(sww))
-        return;
-    if (!(sww > 0)) {
-        /* no scale to fit (w u = 0: a constant LayerNorm token, d = 1, zero
-         * weights): the output must be the bias alone; no eps from it */
-        double rss = 0;
-        for (size_t i = 0; i < d; i++) {
-            double r = z[i] / bound(c, af, i, x[i], y[i], 0.0, 0.0);
-            rss += r * r;
+    size_t i = 0;
+    for (; i + NC_LANES <= d; i += NC_LANES)
+        for (int j = 0; j < NC_LANES; j++) {
+            szw[j] += z[i + j] * wu[i + j];
+            sww[j] += wu[i + j] * wu[i + j];
         }
-        if (isfinite(rss)) {
-            kc->m[t] = m;
-            kc->a[t] = NAN;
-            kc->uu[t] = 0;
-            kc->rss[t] = rss;
+    for (int j = 0; i < d; i++, j++) {
+        szw[j] += z[i] * wu[i];
+        sww[j] += wu[i] * wu[i];
+    }
+    const double zw = nc_lanes_total(szw), ww = nc_lanes_total(sww);
+    if (!isfinite(zw) || !isfinite(ww))
+        return;
+    const double a0 = ww > 0 ? zw / ww : 0.0;
+    bounds(c, af, tk, a0, B);
+    double szu[NC_LANES] = {0}, suu[NC_LANES] = {0};
+    for (i = 0; i < d; i++)
+        B[i] = 1.0 / B[i]; /* from here on, 1 / B */
+    for (i = 0; i + NC_LANES <= d; i += NC_LANES)
+        for (int j = 0; j < NC_LANES; j++) {
+            double ib2 = B[i + j] * B[i + j];
+            szu[j] += z[i + j] * wu[i + j] * ib2;
+            suu[j] += wu[i + j] * wu[i + j] * ib2;
         }
+    for (int j = 0; i < d; i++, j++) {
+        double ib2 = B[i] * B[i];
+        szu[j] += z[i] * wu[i] * ib2;
+        suu[j] += wu[i] * wu[i] * ib2;
+    }
+    const double uu = nc_lanes_total(suu), a = uu > 0 ? nc_lanes_total(szu) / uu : 0.0;
+    double srr[NC_LANES] = {0};
+    for (i = 0; i + NC_LANES <= d; i += NC_LANES)
+        for (int j = 0; j < NC_LANES; j++) {
+            double r = (z[i + j] - a * wu[i + j]) * B[i + j];
+            srr[j] += r * r;
+        }
+    for (int j = 0; i < d; i++, j++) {
+        double r = (z[i] - a * wu[i]) * B[i];
+        srr[j] += r * r;
+    }
+    const double rss = nc_lanes_total(srr);
+    if (!isfinite(a) || !isfinite(rss) || !isfinite(uu))
         return;
-    }
-    const double a0 = szw / sww;
-    double zu = 0, uu = 0;
-    for (size_t i = 0; i < d; i++) {
-        B[i] = bound(c, af, i, x[i], y[i], a0 * u[i], a0);
-        double ib = 1.0 / B[i];
-        zu += z[i] * wu[i] * ib * ib;
-        uu += wu[i] * wu[i] * ib * ib;
-    }
-    const double a = zu / uu;
-    double rss = 0;
-    for (size_t i = 0; i < d; i++) {
-        double r = (z[i] - a * wu[i]) / B[i];
-        rss += r * r;
-    }
-    if (!isfinite(a) || !isfinite(rss) || !(uu > 0) || !isfinite(uu))
-        return;
-    kc->m[t] = m;
-    kc->a[t] = a;
+    kc->m[t] = tk->m;
+    kc->a[t] = uu > 0 ? a : NAN;
     kc->uu[t] = uu;
     kc->rss[t] = rss;
 }
 
-static void check_block(void *vctx, int shard, size_t t0, size_t nt, const double *rows,
-                        const uint16_t *codes, void *scratch)
+NC_VMATH_CLONES static void check_block(void *vctx, int shard, size_t t0, size_t nt,
+                                        const double *rows, const uint16_t *codes, void *scratch)
 {
     (void)codes;
     check_ctx *c = vctx;
     const size_t d = c->d;
-    double *y = scratch, *u = y + d, *sc = u + d;
+    double *y = scratch, *u = y + d, *hx = u + d, *sc = hx + d;
     for (size_t j = 0; j < nt; j++) {
         size_t t = t0 + j;
         if (c->res->tok.status[t] == NC_TOKEN_NONFINITE)
             continue;
         const double *x = rows + j * d;
         nc_tensor_rows(c->y, c->res->tok.index ? c->res->tok.index[t] : t, 1, y);
-        bool finite = true;
+        double fin[NC_LANES] = {0}, sh[NC_LANES] = {0};
         for (size_t i = 0; i < d; i++)
-            finite &= isfinite(y[i]) != 0;
-        if (!finite)
+            hx[i] = hulp(x[i], c->rx.u, c->rx.hmin);
+        size_t i = 0;
+        for (; i + NC_LANES <= d; i += NC_LANES)
+            for (int l = 0; l < NC_LANES; l++) {
+                fin[l] += y[i + l] - y[i + l]; /* NaN when a y is not finite */
+                sh[l] += hx[i + l];
+            }
+        for (int l = 0; i < d; i++, l++) {
+            fin[l] += y[i] - y[i];
+            sh[l] += hx[i];
+        }
+        if (nc_lanes_total(fin) != 0)
             continue;
+        const double shx = nc_lanes_total(sh);
         for (int k = 0; k < 2; k++) {
-            double m;
-            if (!centre(k, x, d, u, &m))
+            tok_in tk = {.x = x, .y = y, .u = u, .hx = hx};
+            if (!centre(k, x, d, u, &tk.m))
                 continue;
+            double su = abs_dot(u, hx, d);
+            tk.s1 = k == NC_LAYERNORM ? shx / (double)d : 0.0;
+            tk.su = su / (double)d;
             if (c->stage == STAGE_CHECK) {
                 if (c->af[k].ok)
-                    check_token(c, k, t, x, u, m, y, sc);
+                    check_token(c, k, t, &tk, sc);
             } else if (c->af[k].ws == NC_AFFINE_ESTIMATED && c->af[k].ok) {
-                estimate_token(c, shard, k, x, u, m, y);
+                estimate_token(c, shard, k, &tk, sc);
             }
         }
     }
@@ -394,8 +469,10 @@ static int affine_round(check_ctx *c, nc_pass *pass, size_t n[2], nc_err *err)
                 dst[i] += src[i];
         }
     for (int k = 0; k < 2; k++)
-        if (c->af[k].ok)
+        if (c->af[k].ok && c->af[k].ws == NC_AFFINE_ESTIMATED) {
             solve_affine(c, k, c->acc + (size_t)k * NSUM * d, n[k]);
+            affine_derive(c, &c->af[k]);
+        }
     return 0;
 }
 
@@ -589,7 +666,7 @@ int nc_norm_check_run(const nc_layer_result *res, const nc_tensor *x, const nc_t
      * and token m, a, uu, rss [4 nt]; the sums and residual sums with a
      * median buffer */
     size_t accn = est ? (size_t)NC_SHARDS * 2 * (NSUM + NNOISE) * d + d : 0;
-    size_t nd = (size_t)2 * 5 * d + d + accn, ntt = (nt ? nt : 1);
+    size_t nd = (size_t)2 * 9 * d + d + accn, ntt = (nt ? nt : 1);
     double *blk = malloc((nd ? nd : 1) * sizeof *blk);
     size_t *count = calloc((size_t)NC_SHARDS * 2, sizeof *count);
     for (int k = 0; k < 2; k++)
@@ -600,7 +677,7 @@ int nc_norm_check_run(const nc_layer_result *res, const nc_tensor *x, const nc_t
         goto out;
     }
     memset(blk, 0, nd * sizeof *blk);
-    double *bstored = blk + 10 * d;
+    double *bstored = blk + 18 * d;
     if (bias && bs[0] == NC_AFFINE_GIVEN) {
         nc_tensor_elems(bias, 0, d, bstored);
         c.bias_given = bstored;
@@ -616,20 +693,25 @@ int nc_norm_check_run(const nc_layer_result *res, const nc_tensor *x, const nc_t
         kc->weight = af->ws = ws[k];
         kc->bias = af->bs = bs[k];
         kc->weight_rel_se = kc->bias_se = NAN;
-        af->w = blk + (size_t)k * 5 * d;
+        af->w = blk + (size_t)k * 9 * d;
         af->b = bs[k] == NC_AFFINE_NONE ? NULL : af->w + d;
         af->cov = est ? af->w + 2 * d : NULL;
+        af->aw = af->w + 5 * d;
+        af->b0 = af->aw + d;
+        af->hw = af->b0 + d;
+        af->cb = af->hw + d;
         af->ok = true;
         if (ws[k] == NC_AFFINE_GIVEN)
             nc_tensor_elems(weight, 0, d, af->w);
         if (bs[k] == NC_AFFINE_GIVEN)
             memcpy(af->b, bstored, d * sizeof *af->b);
+        affine_derive(&c, af);
         c.kc[k] = kc;
     }
-    c.acc = blk + 11 * d;
+    c.acc = blk + 19 * d;
     c.count = count;
     nc_pass pass = nc_layer_pass(res, x, threads, NULL);
-    pass.scratch_bytes = 5 * d * sizeof(double);
+    pass.scratch_bytes = 6 * d * sizeof(double);
     if (nt && d && est && (rc = estimate_affine(&c, &pass, err)))
         goto out;
     c.stage = STAGE_CHECK;

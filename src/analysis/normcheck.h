@@ -16,10 +16,12 @@
  *
  *   B_i = h_y(yh_i) + h_y(w_i n_i) + |w_i| h_y(n_i) + h_y(b_i)    (output, product,
  *                                                                normalised value, bias)
- *       + |w_i| a_t h_x(x_i)                                    (input, propagated)
+ *       + |w_i| a_t (h_x(x_i) + s1 + |n_i| a_t su)              (input, propagated
+ *                                                                directly, via mean, scale)
  *       + h_w(w_i) |n_i| + h_b(b_i)                             (stored weight, bias)
  *       + Z se(w_i n_i + b_i)                                   (estimated weight, bias)
  *
+ * s1 = mean_j h_x(x_j) (LayerNorm; 0 RMSNorm), su = mean_j |u_j| h_x(x_j),
  * n_i = a_t u_i with a_t the token's unweighted least-squares scale, yh_i =
  * w_i n_i + b_i (magnitudes from the hypothesis, not from the noisy y);
  * terms for what is absent are 0, and B is never below 2^-500 (so the sums
@@ -31,7 +33,7 @@
  * scale a_t is fitted by least squares weighted by 1/B^2, which makes the
  * check independent of eps; q_free = mean over elements of
  * (residual / B)^2. Pure rounding gives q_free <= 1 (each term is at most
- * 1; typically 0.01-0.1), so a kind is consistent with the output when
+ * 1; typically 0.005-0.03), so a kind is consistent with the output when
  * q_free <= NC_NORMCHECK_Q_MAX. Both kinds consistent: undetermined at this
  * precision (every token with mean 0 makes them equal); neither: the
  * output is not either norm with this affine part.

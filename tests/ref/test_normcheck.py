@@ -25,11 +25,11 @@ UC = 2.0 ** -24
 
 
 def half_ulp(v, dt):
-    """Half an ulp of each v: 2^floor(log2|v|) u, at least u 2^emin."""
+    """Half an ulp of each v: 2^floor(log2|v|) u, plus u 2^emin (half the
+    subnormal spacing: covers the subnormal range and 0)."""
     v = np.abs(v)
     e = np.frexp(v)[1] - 1
-    h = np.ldexp(U[dt], e)
-    return np.where(v > 0, np.maximum(h, np.ldexp(U[dt], EMIN[dt])), np.ldexp(U[dt], EMIN[dt]))
+    return np.where(v > 0, np.ldexp(U[dt], e), 0.0) + np.ldexp(U[dt], EMIN[dt])
 
 
 def to_bf16(a):
@@ -73,11 +73,16 @@ def kind_stats(X, Y, W, B, dt, kind):
     m = (u * u).mean(axis=1)
     z, wu = Y - B, W * u
     a0 = (z * wu).sum(axis=1) / (wu * wu).sum(axis=1)
-    n = a0[:, None] * u
+    a = np.abs(a0)[:, None]
+    n = a * np.sign(a0)[:, None] * u
+    hx = half_ulp(X, dt)
+    # the input's rounding: directly, through the mean (LayerNorm), through the scale
+    s1 = hx.mean(axis=1, keepdims=True) if kind == "layernorm" else 0.0
+    su = (np.abs(u) * hx).mean(axis=1, keepdims=True)
     bound = (half_ulp(W * n + B, dt) + half_ulp(W * n, dt) + np.abs(W) * half_ulp(n, dt) +
-             half_ulp(B, dt) + np.abs(W * a0[:, None]) * half_ulp(X, dt) +
+             half_ulp(B, dt) + np.abs(W) * a * (hx + s1 + np.abs(n) * a * su) +
              half_ulp(W, dt) * np.abs(n) + half_ulp(B, dt))
-    bound = np.maximum(bound, 2.0 ** -500)
+    bound = bound + 2.0 ** -500
     zu = (z * wu / bound ** 2).sum(axis=1)
     uu = ((wu / bound) ** 2).sum(axis=1)
     a = zu / uu
