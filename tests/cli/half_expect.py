@@ -49,6 +49,9 @@ for L in layers:
         expect(c["status"] == "detected" and warned and d.get("kind_contradicted") is True,
                "the metadata's wrong kind detected, with a warning", L)
         expect(L["norm_source"] == "detected", "kind source detected", L)
+        # the metadata's right eps survives the wrong kind (it was replaced
+        # by an unsnapped 9.621e-06 +- 5.8e-08 on ln05 at float32)
+        expect(L["eps"] == EPS and L["eps_source"] == "metadata", "the metadata's eps kept", L)
     elif variant == "eps100":
         outside = not allows(e, 1e-3)
         expect(d.get("eps_contradicted") is outside and warned is outside,
