@@ -39,14 +39,16 @@ static int name_width(const nc_plan *plan)
     return w;
 }
 
-/* "rms/meta", "ln/def!" : the norm used, where it came from, and "!" when
- * the real output disagrees with it. */
+/* "rms/meta", "ln/def!", "ln/def?" : the norm used, where it came from,
+ * "!" when the real output disagrees with it or contradicts a given kind or
+ * eps, "?" when the real output cannot tell the kinds apart. */
 static void norm_cell(const nc_plan_layer *l, char *buf, size_t cap)
 {
     static const char *const src[] = {"def", "flag", "cfg", "meta", "det"};
     nc_src s = l->norm_source;
-    snprintf(buf, cap, "%s/%s%s", l->norm == NC_RMSNORM ? "rms" : "ln", src[s],
-             l->check.warn ? "!" : "");
+    bool undetermined = l->check.detected && l->check.det.verdict == NC_KIND_UNDETERMINED;
+    snprintf(buf, cap, "%s/%s%s%s", l->norm == NC_RMSNORM ? "rms" : "ln", src[s],
+             l->check.warn ? "!" : "", undetermined ? "?" : "");
 }
 
 /* The theory curves' R^2 with each token's own scale and with one scale
@@ -149,7 +151,8 @@ void cli_print_fit_summary(const nc_plan *plan)
         return;
     printf("R^2 of each fit against the norm's output (1 = exact; columns: the fits that ran, "
            "docs/report.md);\nused: tokens in the fits (input_stats.tokens_used: tokens with a NaN/inf value or\nscale 0 left out, the sample if --sample-tokens); norm: kind/source (def, flag, cfg, meta, det = detected from "
-           "the real output; ! = the real output disagrees); alpha: DyT's fitted alpha.\n");
+           "the real output; ! = the real output disagrees, or contradicts a given kind or eps;\n"
+           "? = it cannot tell LayerNorm from RMSNorm); alpha: DyT's fitted alpha.\n");
     print_fits_table(plan, ran);
 }
 

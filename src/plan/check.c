@@ -2,13 +2,13 @@
  * check.c - the real-output check of a plan layer after its first analysis
  * (check.h; docs/report.md, "real_output_check").
  *
- * The recomputed output (with the affine part) must equal the real output
- * to the dtype's precision (analysis/normcheck.h, nc_real_output_tol). When
- * it does not, the norm kind and eps are read back from the real output
- * (nc_norm_detect_run). What was given explicitly (a flag or the config) is
- * kept: a disagreement with it is a warning. What was not (the dump's
- * metadata, or the default) is replaced by what the data identify, and the
- * layer is analysed again with it.
+ * The real output is read against the noise model of its dtype
+ * (analysis/normcheck.h): which norm kind reproduces it to rounding and
+ * which eps the tokens allow. What was given explicitly (a flag or the
+ * config) is kept, and a contradiction is a warning. What came from the
+ * dump's metadata is kept where the data allow it and otherwise replaced
+ * (with a warning: the metadata is wrong); the defaults are replaced by
+ * what the data identify. A layer whose norm changed is analysed again.
  */
 #include "plan/check.h"
 
@@ -32,6 +32,32 @@ static bool is_explicit(nc_src s)
     return s == NC_SRC_FLAG || s == NC_SRC_CONFIG;
 }
 
+static double kind_default_eps(nc_norm_kind k)
+{
+    return k == NC_RMSNORM ? NC_RMSNORM_EPS : NC_LAYERNORM_EPS;
+}
+
+/* "bf16", "f16", "f32", "f64": the precision in messages. */
+static const char *precision_name(nc_dtype dt)
+{
+    switch (dt) {
+    case NC_BF16: return "bf16";
+    case NC_F16: return "f16";
+    case NC_F64: return "f64";
+    default: return "f32";
+    }
+}
+
+/* "0.012", or "undefined" for a q without tokens. */
+static const char *q_text(double q, char *buf, size_t cap)
+{
+    if (q == q)
+        snprintf(buf, cap, "%.2g", q);
+    else
+        snprintf(buf, cap, "undefined");
+    return buf;
+}
+
 /* "rmsnorm eps 1e-05 (kind from flag, eps from metadata)" */
 static void norm_text(nc_norm_kind kind, double eps, nc_src ks, nc_src es, char *buf, size_t cap)
 {
@@ -39,20 +65,36 @@ static void norm_text(nc_norm_kind kind, double eps, nc_src ks, nc_src es, char 
              nc_src_name(ks), nc_src_name(es));
 }
 
-/* What the detection says, for the messages. */
-static void detect_text(const nc_norm_detect *det, char *buf, size_t cap)
+/* What the data say, for the messages: the kind with both q, then eps
+ * under `kind`. */
+static void found_text(const nc_norm_check *det, nc_norm_kind kind, char *buf, size_t cap)
 {
-    char e[96];
-    if (det->eps_identified)
-        snprintf(e, sizeof e, "eps %.4g +- %.2g", det->eps_hat, det->eps_se);
-    else if (det->eps_bound == det->eps_bound)
-        snprintf(e, sizeof e, "eps not identified by the data (< %.2g)", det->eps_bound);
+    const nc_kind_check *K = &det->k[det->kind], *O = &det->k[1 - det->kind];
+    const char *other = nc_norm_name((nc_norm_kind)(1 - det->kind));
+    char kt[200], e[160], q1[24], q2[24];
+    q_text(K->q_free, q1, sizeof q1);
+    q_text(O->q_free, q2, sizeof q2);
+    if (det->verdict == NC_KIND_NEITHER)
+        snprintf(kt, sizeof kt, "neither norm kind reproduces the real output (q %s %s, %s %s)",
+                 nc_norm_name(det->kind), q1, other, q2);
     else
-        snprintf(e, sizeof e, "eps not identified (too few tokens)");
-    snprintf(buf, cap, "the real output is %s%s (relative residual %.2g; %s %.2g), %s",
-             nc_norm_name(det->kind), det->kind_identified ? "" : " or either kind",
-             det->rel_resid[det->kind], nc_norm_name((nc_norm_kind)(1 - det->kind)),
-             det->rel_resid[1 - det->kind], e);
+        snprintf(kt, sizeof kt, "the real output is %s%s (q %s; %s q %s)",
+                 nc_norm_name(det->kind),
+                 det->verdict == NC_KIND_UNDETERMINED ? " or either kind" : "", q1, other, q2);
+    const nc_eps_fit *f = &det->k[kind].eps;
+    if (!f->assessed)
+        snprintf(e, sizeof e, "eps not assessed (too few distinct tokens)");
+    else if (f->identified)
+        snprintf(e, sizeof e, "eps %.4g +- %.2g (allowed %.3g..%.3g with the rounding bias)",
+                 f->estimate, f->se, f->lo, f->hi);
+    else
+        snprintf(e, sizeof e, "eps not identified by the data (< %.2g)", fmax(f->hi, 0.0));
+    const nc_kind_check *U = &det->k[kind];
+    snprintf(buf, cap, "%s, %s%s", kt, e,
+             U->weight == NC_AFFINE_ESTIMATED
+                 ? (U->bias == NC_AFFINE_ESTIMATED ? "; weight and bias estimated from it"
+                                                   : "; weight estimated from it")
+                 : "");
 }
 
 /* Runs the analysis again with norm and eps; the old result goes. */
@@ -66,26 +108,66 @@ static int rerun(nc_plan_layer *l, nc_layer_spec *spec, nc_norm_kind norm, doubl
     return nc_layer_analyze(spec, &l->result, err);
 }
 
-/* The detected norm, where not explicit; false when nothing would change. */
-static bool choose(const nc_plan_layer *l, const nc_norm_detect *det, nc_norm_kind *norm,
-                   double *eps, bool *eps_detected)
+/* The norm to use: a given kind or eps is kept unless the data contradict
+ * it and it is not explicit; the defaults yield to what the data say. The
+ * sources of what changes become "detected". */
+static void decide(nc_plan_layer *l, nc_real_check *c, nc_norm_kind *norm, double *eps)
 {
-    *eps_detected = false;
+    const nc_norm_check *det = &c->det;
     *norm = l->norm;
     *eps = l->eps;
-    if (!is_explicit(l->norm_source) && det->kind_identified)
-        *norm = det->kind;
-    if (l->eps_source == NC_SRC_DEFAULT && *norm != l->norm)
-        *eps = *norm == NC_RMSNORM ? NC_RMSNORM_EPS : NC_LAYERNORM_EPS; /* the kind's default */
-    if (!is_explicit(l->eps_source) && *norm == det->kind) {
-        double e = *eps;
-        if (det->eps_identified)
-            *eps = det->eps;
-        else if (det->eps_bound == det->eps_bound && *eps > det->eps_bound)
-            *eps = det->eps_hat > 0 ? det->eps_hat : 0.0;
-        *eps_detected = *eps != e;
+    if (det->verdict == NC_KIND_IDENTIFIED && det->kind != l->norm) {
+        c->kind_contradicted = l->norm_source != NC_SRC_DEFAULT;
+        if (!is_explicit(l->norm_source)) {
+            *norm = det->kind;
+            l->norm_source = NC_SRC_DETECTED;
+            if (l->eps_source == NC_SRC_DEFAULT)
+                *eps = kind_default_eps(*norm);
+        }
     }
-    return *norm != l->norm || *eps != l->eps;
+    if (!det->k[*norm].consistent)
+        return; /* eps is judged under a kind that fits only */
+    const nc_eps_fit *f = &det->k[*norm].eps;
+    if (nc_eps_fit_allows(f, *eps))
+        return;
+    c->eps_contradicted = l->eps_source != NC_SRC_DEFAULT;
+    if (!is_explicit(l->eps_source)) {
+        *eps = nc_eps_pick(f, kind_default_eps(*norm));
+        l->eps_source = NC_SRC_DETECTED;
+    }
+}
+
+/* The message line and status once the norm is final. */
+static void conclude(nc_plan_layer *l, nc_real_check *c, bool changed, const char *was)
+{
+    const nc_norm_check *det = &c->det;
+    char found[400], now[160], q[24];
+    q_text(c->q, q, sizeof q);
+    found_text(det, l->norm, found, sizeof found);
+    const char *prec = precision_name(det->precision);
+    bool expl = is_explicit(l->norm_source) || is_explicit(l->eps_source);
+    if (!c->agrees) {
+        norm_text(l->norm, l->eps, l->norm_source, l->eps_source, now, sizeof now);
+        c->status = expl ? "mismatch_explicit" : "mismatch";
+        c->warn = true;
+        snprintf(c->message, sizeof c->message, "warning: %s: the real output differs from %s "
+                 "beyond %s rounding (q %s): %s", l->name, now, prec, q, found);
+        return;
+    }
+    c->warn = c->kind_contradicted || c->eps_contradicted;
+    if (changed) {
+        c->status = "detected";
+        snprintf(c->message, sizeof c->message, "%s%s: detected %s eps %.3g from the real "
+                 "output (q %s, was %s): %s", c->warn ? "warning: " : "", l->name,
+                 nc_norm_name(l->norm), l->eps, q, was, found);
+        return;
+    }
+    c->status = "ok";
+    if (det->verdict == NC_KIND_UNDETERMINED)
+        snprintf(c->message, sizeof c->message, "%s: the norm kind is undetermined at %s "
+                 "precision (both reproduce the real output: q layernorm %.2g, rmsnorm %.2g); "
+                 "used %s (%s)", l->name, prec, det->k[NC_LAYERNORM].q_free,
+                 det->k[NC_RMSNORM].q_free, nc_norm_name(l->norm), nc_src_name(l->norm_source));
 }
 
 int nc_plan_check_real(nc_plan_layer *l, nc_layer_spec *spec, nc_err *err)
@@ -100,52 +182,36 @@ int nc_plan_check_real(nc_plan_layer *l, nc_layer_spec *spec, nc_err *err)
     c->first_eps = l->eps;
     c->first_max_abs_diff = r->real_max_abs_diff;
     c->first_rms_diff = r->real_rms_diff;
-    c->tol = nc_real_output_tol(spec->x, spec->y_real, r->real_max_abs);
     if (!isfinite(r->real_max_abs_diff)) {
         c->status = "nonfinite";
         return 0;
     }
-    if (r->real_max_abs_diff <= c->tol) {
-        c->status = "ok";
-        return 0;
-    }
-    double u = fmax(nc_dtype_unit_roundoff(spec->x->dtype),
-                    nc_dtype_unit_roundoff(spec->y_real->dtype));
-    int rc = nc_norm_detect_run(r, spec->x, spec->y_real, spec->weight, spec->bias, u,
-                                spec->threads, &c->det, err);
+    nc_normcheck_opts o = {.source_dtype = l->source_dtype};
+    for (int k = 0; k < 2; k++)
+        o.eps_guess[k] = k == (int)l->norm || l->eps_source != NC_SRC_DEFAULT
+                             ? l->eps : kind_default_eps((nc_norm_kind)k);
+    nc_norm_check det;
+    int rc = nc_norm_check_run(r, spec->x, spec->y_real, spec->weight, spec->bias, &o,
+                               spec->threads, &det, err);
     if (rc)
         return rc;
     c->detected = true;
-    char was[160], found[300];
+    char was[160];
     norm_text(l->norm, l->eps, l->norm_source, l->eps_source, was, sizeof was);
-    detect_text(&c->det, found, sizeof found);
+    c->det = det;
     nc_norm_kind norm;
     double eps;
-    bool eps_detected;
-    if (c->det.fits && choose(l, &c->det, &norm, &eps, &eps_detected)) {
-        if (norm != l->norm)
-            l->norm_source = NC_SRC_DETECTED;
-        if (eps_detected)
-            l->eps_source = NC_SRC_DETECTED;
-        if ((rc = rerun(l, spec, norm, eps, err)))
-            return rc;
-        r = &l->result;
-        if (r->real_max_abs_diff <= c->tol) {
-            c->status = "detected";
-            snprintf(c->message, sizeof c->message, "%s: detected %s eps %.3g from the real "
-                     "output (max |diff| %.2g, was %.2g with %s): %s", l->name,
-                     nc_norm_name(norm), eps, r->real_max_abs_diff, c->first_max_abs_diff, was,
-                     found);
-            return 0;
-        }
-    }
-    norm_text(l->norm, l->eps, l->norm_source, l->eps_source, was, sizeof was);
-    bool expl = is_explicit(l->norm_source) || is_explicit(l->eps_source);
-    c->status = expl ? "mismatch_explicit" : "mismatch";
-    c->warn = true;
-    snprintf(c->message, sizeof c->message, "warning: %s: the real output differs from %s by "
-             "up to %.2g (tolerance %.2g)%s: %s", l->name, was, r->real_max_abs_diff, c->tol,
-             c->det.fits ? "" : "; neither norm kind reproduces it (affine weight or bias "
-                                "missing, or a different norm?)", found);
+    decide(l, c, &norm, &eps);
+    const nc_eps_fit *f = &det.k[norm].eps;
+    c->q = nc_norm_check_q(&det, norm, eps);
+    c->agrees = det.k[norm].consistent && nc_eps_fit_allows(f, eps) &&
+                c->q <= NC_NORMCHECK_Q_MAX;
+    for (int k = 0; k < 2; k++)
+        c->det.k[k].m = c->det.k[k].a = c->det.k[k].uu = c->det.k[k].rss = NULL;
+    nc_norm_check_free(&det);
+    bool changed = norm != l->norm || eps != l->eps;
+    if (changed && (rc = rerun(l, spec, norm, eps, err)))
+        return rc;
+    conclude(l, c, changed, was);
     return 0;
 }

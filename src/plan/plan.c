@@ -207,7 +207,8 @@ static char *st_layer_name(const char *tensor)
 
 /* The norm kind and eps the safetensors __metadata__ gives the module
  * `base` ("<base>.norm", "<base>.eps", as scripts/dump_activations.py
- * writes them), where no flag or config gave them. A value that is there
+ * writes them), where no flag or config gave them, and the dtype the model
+ * ran it in ("<base>.source_dtype"). A value that is there
  * but not valid is an error naming the file and the key. */
 static int st_metadata(nc_dump *d, nc_plan_layer *l, const char *base, nc_err *err)
 {
@@ -245,6 +246,15 @@ static int st_metadata(nc_dump *d, nc_plan_layer *l, const char *base, nc_err *e
     } else if (l->eps_source == NC_SRC_DEFAULT) {
         l->eps = l->norm == NC_RMSNORM ? NC_RMSNORM_EPS : NC_LAYERNORM_EPS;
     }
+    /* the dtype the model ran in (PyTorch's names); another value says
+     * nothing the check can use and is ignored */
+    static const struct { const char *name; nc_dtype dt; } src[] = {
+        {"float32", NC_F32}, {"float16", NC_F16}, {"bfloat16", NC_BF16}, {"float64", NC_F64}};
+    snprintf(key, sizeof key, "%s.source_dtype", base);
+    v = nc_dump_meta(d, key);
+    for (size_t k = 0; v && k < sizeof src / sizeof *src; k++)
+        if (strcmp(v, src[k].name) == 0)
+            l->source_dtype = src[k].dt;
     return 0;
 }
 

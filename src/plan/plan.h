@@ -53,15 +53,18 @@ const char *nc_src_name(nc_src src);
 /* The real-output check of a layer (report: "real_output_check"). */
 typedef struct nc_real_check {
     bool checked;             /* the layer has a real output */
-    double tol;               /* agreement: max |diff| <= tol (nc_real_output_tol) */
     const char *status;       /* "ok", "detected", "mismatch", "mismatch_explicit",
                                * "nonfinite" (report docs) */
-    bool detected;            /* the detection ran (det is set) */
-    nc_norm_detect det;
-    bool rerun;               /* analysed again with the detected norm */
+    bool detected;            /* the check ran (det and q are set) */
+    nc_norm_check det;        /* what the real output says (its per-token arrays freed) */
+    double q;                 /* q of the norm finally used (normcheck.h) */
+    bool agrees;              /* that norm reproduces the real output to rounding */
+    bool kind_contradicted;   /* a given kind (flag, config, metadata) the data exclude */
+    bool eps_contradicted;    /* a given eps the data exclude */
+    bool rerun;               /* analysed again with the norm the data gave */
     nc_norm_kind first_norm;  /* the first pass's norm, eps and differences */
     double first_eps, first_max_abs_diff, first_rms_diff;
-    bool warn;                /* the real output still disagrees: a warning */
+    bool warn;                /* a disagreement or a contradicted value: a warning */
     char message[1024];       /* the stderr line ("" when nothing to say) */
 } nc_real_check;
 
@@ -84,6 +87,8 @@ typedef struct nc_plan_layer {
     nc_norm_kind norm;
     double eps;
     nc_src norm_source, eps_source;
+    nc_dtype source_dtype;  /* the dtype the model ran the layer in, when the dump's
+                             * metadata says ("<layer>.source_dtype"); else NC_DT_NONE */
     nc_real_check check;    /* filled by nc_plan_run */
     const nc_tensor *x;
     const nc_tensor *comp[NC_COMP_COUNT]; /* or NULL */

@@ -523,26 +523,67 @@ static void add_sweep(nc_jb *b, cJSON *sweeps, const nc_sweep_result *s)
     nc_jb_ensure_status(b, o, "undefined values (no fit to compare with, or no data)");
 }
 
-static void add_detection(nc_jb *b, cJSON *c, const nc_norm_detect *det)
+static const char *precision_text(nc_dtype dt)
 {
-    cJSON *o = nc_jb_obj(b, c, "detection");
-    nc_jb_num(b, o, "tokens", (double)det->tokens);
-    cJSON *rr = nc_jb_obj(b, o, "relative_residual");
-    nc_jb_num(b, rr, "layernorm", det->rel_resid[NC_LAYERNORM]);
-    nc_jb_num(b, rr, "rmsnorm", det->rel_resid[NC_RMSNORM]);
-    nc_jb_str(b, o, "kind", nc_norm_name(det->kind));
-    nc_jb_bool(b, o, "kind_fits", det->fits);
-    nc_jb_bool(b, o, "kind_identified", det->kind_identified);
-    nc_jb_num(b, o, "eps_estimate", det->eps_hat);
-    nc_jb_num(b, o, "eps_se", det->eps_se);
-    nc_jb_bool(b, o, "eps_identified", det->eps_identified);
-    if (!det->eps_identified)
-        nc_jb_num(b, o, "eps_upper_bound", det->eps_bound);
-    nc_jb_ensure_status(b, o, "too few tokens with a defined scale to estimate eps");
+    switch (dt) {
+    case NC_BF16: return "bf16";
+    case NC_F16: return "f16";
+    case NC_F64: return "f64";
+    default: return "f32";
+    }
 }
 
-/* The real-output check (plan/check.h): the final comparison, and when the
- * first pass disagreed, what it used and what the detection found. */
+/* What the tokens say about eps under the kind used (normcheck.h). */
+static void add_eps_fit(nc_jb *b, cJSON *o, nc_norm_kind kind, const nc_eps_fit *e)
+{
+    cJSON *f = nc_jb_obj(b, o, "eps");
+    nc_jb_str(b, f, "under", nc_norm_name(kind));
+    nc_jb_str(b, f, "slope", e->slope_fitted ? "fitted" : "fixed");
+    nc_jb_num(b, f, "tokens", (double)e->tokens);
+    nc_jb_num(b, f, "distinct_tokens", (double)e->clusters);
+    nc_jb_num(b, f, "estimate", e->estimate);
+    nc_jb_num(b, f, "se", e->se);
+    nc_jb_num(b, f, "rounding_bias", e->bias);
+    double iv[2] = {e->lo, e->hi};
+    nc_jb_num_array(b, f, "interval", iv, 2);
+    nc_jb_bool(b, f, "identified", e->identified);
+    if (!e->assessed)
+        nc_jb_str(b, f, "status", "too few distinct tokens (or no positive slope) to assess eps: any "
+                            "eps is allowed");
+}
+
+/* The real output against the noise model: both kinds, eps, the affine
+ * part used. */
+static void add_detection(nc_jb *b, cJSON *c, const nc_real_check *k, nc_norm_kind used)
+{
+    const nc_norm_check *det = &k->det;
+    cJSON *o = nc_jb_obj(b, c, "detection");
+    nc_jb_num(b, o, "tokens", (double)det->k[used].tokens);
+    nc_jb_str(b, o, "kind_verdict", nc_kind_verdict_name(det->verdict));
+    nc_jb_str(b, o, "kind", nc_norm_name(det->kind));
+    cJSON *q = nc_jb_obj(b, o, "q_free");
+    nc_jb_num(b, q, "layernorm", det->k[NC_LAYERNORM].q_free);
+    nc_jb_num(b, q, "rmsnorm", det->k[NC_RMSNORM].q_free);
+    nc_jb_bool(b, o, "kind_contradicted", k->kind_contradicted);
+    nc_jb_bool(b, o, "eps_contradicted", k->eps_contradicted);
+    const nc_kind_check *U = &det->k[used];
+    nc_jb_str(b, o, "weight_source", nc_affine_src_name(U->weight));
+    nc_jb_str(b, o, "bias_source", nc_affine_src_name(U->bias));
+    if (U->weight == NC_AFFINE_ESTIMATED) {
+        nc_jb_num(b, o, "weight_rel_se", U->weight_rel_se);
+        nc_jb_num(b, o, "affine_rounds", U->affine_rounds);
+        nc_jb_bool(b, o, "affine_converged", U->affine_converged);
+    }
+    if (U->bias == NC_AFFINE_ESTIMATED)
+        nc_jb_num(b, o, "bias_se", U->bias_se);
+    nc_jb_bool(b, o, "rounded_after", det->rounded_after);
+    add_eps_fit(b, o, used, &U->eps);
+    nc_jb_ensure_status(b, o, "a kind with no token compared (d = 1 LayerNorm, or the estimate of "
+                        "the affine part failed) has no q");
+}
+
+/* The real-output check (plan/check.h): the final comparison, what the
+ * first pass used, and what the data say. */
 static void add_real_check(nc_jb *b, cJSON *lo, const nc_plan_layer *pl)
 {
     const nc_layer_result *r = &pl->result;
@@ -551,13 +592,22 @@ static void add_real_check(nc_jb *b, cJSON *lo, const nc_plan_layer *pl)
     nc_jb_num(b, c, "max_abs_diff", r->real_max_abs_diff);
     nc_jb_num(b, c, "rms_diff", r->real_rms_diff);
     nc_jb_num(b, c, "real_max_abs", r->real_max_abs);
-    nc_jb_num(b, c, "tolerance", k->tol);
     nc_jb_bool(b, c, "affine_applied", r->real_affine);
     nc_jb_str(b, c, "status", k->status ? k->status : "ok");
     if (!isfinite(r->real_max_abs_diff))
-        nc_jb_str(b, c, "reason",
-                  "the real output has non-finite values where the input is finite");
-    if (k->rerun || k->detected) {
+        nc_jb_str(b, c, "reason", "the real output has non-finite values where the input is finite");
+    if (k->detected) {
+        const nc_norm_check *det = &k->det;
+        nc_jb_str(b, c, "precision", precision_text(det->precision));
+        cJSON *u = nc_jb_obj(b, c, "unit_roundoff");
+        nc_jb_num(b, u, "output", det->u_output);
+        nc_jb_num(b, u, "input", det->u_input);
+        nc_jb_num(b, u, "compute", det->u_compute);
+        nc_jb_num(b, c, "q", k->q);
+        nc_jb_num(b, c, "q_max", NC_NORMCHECK_Q_MAX);
+        nc_jb_bool(b, c, "agrees", k->agrees);
+    }
+    if (k->rerun) {
         cJSON *f = nc_jb_obj(b, c, "first_pass");
         nc_jb_str(b, f, "norm", nc_norm_name(k->first_norm));
         nc_jb_num(b, f, "eps", k->first_eps);
@@ -565,7 +615,7 @@ static void add_real_check(nc_jb *b, cJSON *lo, const nc_plan_layer *pl)
         nc_jb_num(b, f, "rms_diff", k->first_rms_diff);
     }
     if (k->detected)
-        add_detection(b, c, &k->det);
+        add_detection(b, c, k, pl->norm);
     if (k->message[0])
         nc_jb_str(b, c, "message", k->message);
 }

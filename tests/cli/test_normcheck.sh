@@ -33,9 +33,9 @@ expect_err_has "normcmp: blocks.1.norm: detected rmsnorm eps 0.001 from the real
 expect_field "$T/o2" "' '.join('%s:%r:%s:%s:%s' % (l['norm'], l['eps'], l['norm_source'], l['eps_source'], l['real_output_check']['status']) for l in L)" \
     "rmsnorm:0.001:detected:detected:detected rmsnorm:0.001:detected:detected:detected"
 # the first pass's disagreement and the detection are in the report
-expect_field "$T/o2" "L[0]['real_output_check']['first_pass']['norm'], L[0]['real_output_check']['first_pass']['max_abs_diff'] > 0.1, L[0]['real_output_check']['max_abs_diff'] <= L[0]['real_output_check']['tolerance']" \
-    "layernorm True True"
-expect_field "$T/o2" "abs(L[0]['real_output_check']['detection']['eps_estimate'] / 1e-3 - 1) < 1e-4" "True"
+expect_field "$T/o2" "L[0]['real_output_check']['first_pass']['norm'], L[0]['real_output_check']['first_pass']['max_abs_diff'] > 0.1, L[0]['real_output_check']['agrees'], L[0]['real_output_check']['q'] <= L[0]['real_output_check']['q_max']" \
+    "layernorm True True True"
+expect_field "$T/o2" "abs(L[0]['real_output_check']['detection']['eps']['estimate'] / 1e-3 - 1) < 1e-4" "True"
 expect_out_has "rms/det "
 
 # eps wrong in the metadata (not explicit): detected, the kind kept
@@ -51,12 +51,14 @@ expect_err_has "normcmp: pair: detected rmsnorm eps 0.001"
 expect_field "$T/o4" "L[0]['norm'], L[0]['norm_source'], L[0]['real_output_check']['status']" \
     "rmsnorm detected detected"
 
-# eps below what float32 outputs show: not identified, the RMSNorm default kept
+# eps below what float32 outputs show: not identified, the RMSNorm default
+# kept; no weight in the dump: estimated
 run "$NC" fit "$T/big_input.npy" -o "$T/o5" --no-jacobian
 expect_status 0
 expect_err_has "eps not identified by the data"
-expect_field "$T/o5" "L[0]['norm'], L[0]['eps'], L[0]['eps_source'], L[0]['real_output_check']['detection']['eps_identified'], L[0]['real_output_check']['detection']['eps_upper_bound'] > 1e-6" \
-    "rmsnorm 1e-06 default False True"
+expect_err_has "; weight estimated from it"
+expect_field "$T/o5" "L[0]['norm'], L[0]['eps'], L[0]['eps_source'], L[0]['real_output_check']['detection']['eps']['identified'], L[0]['real_output_check']['detection']['eps']['interval'][1] > 1e-6, L[0]['real_output_check']['detection']['weight_source']" \
+    "rmsnorm 1e-06 default False True estimated"
 
 # an explicit wrong --norm: kept, warned, flagged in the table, status set
 # (the warnings on stderr; --quiet leaves stderr to errors)
