@@ -162,7 +162,7 @@ demo: $(BIN)
 	$(BIN) run configs/demo.json
 
 demo-model: $(BIN)
-	@scripts/deps.sh test
+	@scripts/deps.sh model
 	@BUILD=$(BUILD) scripts/demo_model.sh
 
 bench: $(BIN) $(BENCH)

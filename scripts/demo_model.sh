@@ -7,7 +7,7 @@
 # so that report.json, the summary and index.html show those costs.
 # ViT4MNIST is a TorchScript model whose norms the dump names ln00..ln11;
 # configs/demo_model.json gives their roles (even: before attention, odd:
-# before the MLP). Needs python3-torch (scripts/deps.sh test installs it).
+# before the MLP). Needs python3-torch (scripts/deps.sh model installs it).
 set -eu
 BUILD=${BUILD:-build}
 NC=$BUILD/normcmp

@@ -5,6 +5,8 @@
 #                           cJSON, cairo) plus the DejaVu font
 #   scripts/deps.sh check   build + python3 (the interpreter and its standard
 #                           library: the checks `make check` runs)
+#   scripts/deps.sh model   check + PyTorch and NumPy: the dump script and the
+#                           swap test (make demo-model)
 #   scripts/deps.sh test    check + NumPy/SciPy for the independent references,
 #                           PyTorch and Pillow for the activation dump script,
 #                           GNU parallel (the sharded-run test), chromium
@@ -40,10 +42,11 @@ strace"
 case "$group" in
 build) pkgs=$build ;;
 check) pkgs=$check ;;
+model) pkgs="$check python3-numpy python3-torch" ;;
 test) pkgs=$test ;;
 fuzz) pkgs="$test clang libclang-rt-14-dev" ;;
 bench) pkgs="$test libopenblas-serial-dev python3-matplotlib hyperfine" ;;
-*) echo "deps.sh: unknown group '$group' (expected build, check, test, fuzz or bench)" >&2; exit 2 ;;
+*) echo "deps.sh: unknown group '$group' (expected build, check, model, test, fuzz or bench)" >&2; exit 2 ;;
 esac
 
 missing=""

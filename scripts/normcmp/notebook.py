@@ -221,10 +221,17 @@ class Analysis:
         """A table of the per-layer verdicts, the run verdict and the PNG
         figures inline (what Jupyter shows for the object)."""
         esc = html.escape
-        cols = [("name", "layer"), ("kind", "kind"), ("best_r2.fit", "best R²"),
-                ("best_r2.r2", "R²"), ("affine_r2", "affine R²"), ("alpha", "DyT α"),
-                ("alpha_over_theory", "α / theory"), ("best_backprop.fit", "best backprop")]
-        fmt = lambda v: f"{v:.4g}" if isinstance(v, float) else esc(str(v))  # noqa: E731
+        cols = [("name", "layer"), ("kind", "label"), ("residual_removed", "removed"),
+                ("residual_removed_ci.ci95", "95 % interval"), ("best_r2.fit", "best R²"),
+                ("slope_ratio.value", "slope / theory"), ("slope_ratio.ci95", "95 % interval"),
+                ("alpha", "DyT α"), ("best_backprop.fit", "best backprop")]
+
+        def fmt(v):
+            if isinstance(v, float):
+                return f"{v:.4g}"
+            if isinstance(v, list) and all(isinstance(x, (int, float)) for x in v):
+                return "[" + ", ".join(f"{x:.4g}" for x in v) + "]"
+            return esc(str(v))
         rows = "".join("<tr>" + "".join(f"<td>{fmt(v.get(k, ''))}</td>" for k, _ in cols)
                        + "</tr>" for v in self.verdicts)
         out = [f"<div class='normcmp'><p><b>normcmp</b>: {len(self.verdicts)} layers, "

@@ -4,7 +4,7 @@
  * A layer is a tensor of inputs x [N, d] with its norm (LayerNorm or
  * RMSNorm, eps), and optionally the real output the model produced, the
  * affine weight and bias, and upstream gradients. nc_layer_analyze runs the
- * streaming passes (README "How it computes") over the (mapped) input:
+ * streaming passes (docs/design.md "How it computes") over the (mapped) input:
  *
  *   stats    per-token centre and scale (the only state later passes need),
  *            pooled input statistics, per-channel magnitudes
@@ -39,7 +39,7 @@
 #include "util/err.h"
 #include "util/progress.h"
 
-/* Defaults of the tunables (documented in the README's config section). */
+/* Defaults of the tunables (documented in the docs/config.md). */
 #define NC_DEFAULT_BINS 32768            /* upper bound on bins of x */
 #define NC_DEFAULT_MAX_EXACT ((size_t)1 << 18) /* polish on raw points up to this many */
 #define NC_TOP_CHANNELS 8                /* outlier channels reported */
@@ -104,7 +104,7 @@ typedef struct nc_fit_result {
     double sse, rmse, r2, max_abs_err, mean_abs_err;
 } nc_fit_result;
 
-/* The per-token state every later pass needs (README "How it computes"): which
+/* The per-token state every later pass needs (docs/design.md "How it computes"): which
  * tokens were visited and, for each, y = (x - centre) * inv. */
 typedef struct nc_layer_tokens {
     size_t nt;                 /* tokens visited */

@@ -182,7 +182,7 @@ static const char fit_help[] =
 
 static const char run_help[] =
     "usage: normcmp run CONFIG.json [options]\n"
-    "Runs the experiment a config describes (README, \"Config files\"); writes\n"
+    "Runs the experiment a config describes (docs/config.md); writes\n"
     "<output>/report.json and a copy of the config, and prints a summary.\n"
     "Options override the config's values:\n"
     "\n"
@@ -906,7 +906,7 @@ static int fit_main(int argc, char **argv, int mode)
 
 static const char sweep_help[] =
     "usage: normcmp sweep CONFIG.json [options]\n"
-    "Runs a config that has a \"sweep\" section (README, \"Config files\"): for every\n"
+    "Runs a config that has a \"sweep\" section (docs/config.md): for every\n"
     "alpha (DyT) and C (DyISRU) of the grids, the error against the norm's output with\n"
     "the amplitude refitted and fixed, and of the derivative against the exact\n"
     "Jacobian diagonal. Writes report.json, a CSV and a figure per layer and\n"

@@ -3,8 +3,8 @@
  *
  * A config comes from a JSON file (`normcmp run CONFIG.json`) or is built
  * from command-line flags (`normcmp fit FILE ...`); either way the rest of
- * the tool sees this struct. The JSON schema is in the README ("Config
- * files"). Validation is strict: an unknown key, a wrong type or a value out
+ * the tool sees this struct. The JSON schema is in docs/config.md. Validation
+ * is strict: an unknown key, a wrong type or a value out
  * of range is an error that names the file and the key path
  * ("configs/x.json: layers[2].eps: expected a number >= 0").
  *

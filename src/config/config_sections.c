@@ -1,6 +1,6 @@
 /*
  * config_sections.c - the optional top-level sections of a config
- * (config_sections.h; the README's "Config files"): "fits", "amplitude",
+ * (config_sections.h; the docs/config.md): "fits", "amplitude",
  * "jacobian", "sweep" (with its grids and fixed amplitudes) and each entry
  * of "figures", validated as strictly as the rest.
  *

@@ -1,7 +1,7 @@
 /*
  * config_sections.h - the optional top-level sections of a config
  * ("fits", "amplitude", "jacobian", "sweep" and each entry of "figures";
- * the README's "Config files"): what each holds, and their readers, which
+ * the docs/config.md): what each holds, and their readers, which
  * validate a section's JSON value as strictly as the rest of the config
  * (config_walk.h) into the part of nc_config (config.h) it fills.
  *

@@ -1,5 +1,5 @@
 /*
- * report.h - the JSON report of a run (README, "The report").
+ * report.h - the JSON report of a run (docs/report.md).
  *
  * Every number the tool computes, with where it came from: the tool and its
  * version, the command, the effective config, each input file (path, size,

@@ -4,7 +4,7 @@
  * Names that come in through files we parse (safetensors headers, configs)
  * must be UTF-8 and are refused otherwise; file names cannot be refused, so
  * the JSON report escapes every byte that is not part of a well-formed
- * UTF-8 sequence as the four characters \xNN (README "The report").
+ * UTF-8 sequence as the four characters \xNN (docs/report.md).
  */
 #ifndef NC_UTF8_H
 #define NC_UTF8_H

@@ -3,7 +3,7 @@
 # on one folder at once, SIGKILL at random moments (also with the commit
 # slowed down by the test hook NORMCMP_TEST_STEP_MS), SIGTERM with more
 # outputs than any fixed table would hold; and what killed runs leave is
-# removed by the next run. (README "Errors", src/util/outset.c.)
+# removed by the next run. (docs/errors.md, docs/outputs.md, src/util/outset.c.)
 . tests/cli/lib.sh
 
 V="$PWD/data/vit4mnist"
