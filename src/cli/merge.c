@@ -745,6 +745,7 @@ static int write_merged(const shard *s, size_t n, const char *out, const char *c
         rc = nc_outset_commit_ex(set, &replaced, err);
         set = NULL;
     }
+    nc_outset_abort(set); /* and the folders it created */
     if (!rc && !quiet)
         cli_note_replaced(out, replaced);
     /* the summary a run prints (one line per layer, the run's verdict),
