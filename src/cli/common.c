@@ -238,7 +238,8 @@ static int write_figures(const nc_config *cfg, const nc_plan *plan, const char *
     /* a figure that cannot be drawn does not stop the others: said here */
     for (const char *r = refused; r && *r;) {
         size_t n = strcspn(r, "\n");
-        fprintf(stderr, "normcmp: not drawn: %.*s\n", (int)n, r);
+        if (!quiet) /* a warning: -q keeps only errors */
+            fprintf(stderr, "normcmp: not drawn: %.*s\n", (int)n, r);
         r += n + (r[n] == '\n');
     }
     free(refused);

@@ -69,11 +69,15 @@ expect_status 0
 if meta "$T/nolab/alpha_std.png" Layout | grep -q "panel0.label\|named"; then _bad "labels with --labels none"; else _ok; fi
 
 # a figure that cannot be drawn: the others are, and stderr says which
-run "$NC" plot "$f" --figure scatter,alpha-std --fits linear --out "$T/ref" --quiet --no-jacobian
+run "$NC" plot "$f" --figure scatter,alpha-std --fits linear --out "$T/ref" --no-jacobian
 expect_status 0
 expect_err "normcmp: not drawn: figure 'alpha-std': no layer has a DyT fit"
 expect_file "$T/ref/late_scatter.png"
 expect_no_file "$T/ref/alpha_std.png"
+# a warning: -q keeps stderr for errors
+run "$NC" plot "$f" --figure scatter,alpha-std --fits linear --out "$T/ref" --quiet --no-jacobian
+expect_status 0
+if [ -s "$T/.err" ]; then _bad "--quiet: $(cat "$T/.err")"; else _ok; fi
 check "report.json lists the scatter" grep -q '"late_scatter.png"' "$T/ref/report.json"
 run "$NC" plot "$f" --figure alpha-std --fits linear --out "$T/ref2" --quiet --no-jacobian
 expect_status 2
