@@ -5,7 +5,7 @@
  * means of fine bins of x with their counts as weights (see bins.h): both
  * give sum_k w_k (y_k - f(x_k))^2, exactly or up to the binning error.
  *
- * Solvers (docs/design.md "How it computes", Fits):
+ * Solvers (docs/internals.md "How it computes", Fits):
  *  - DyT and DyISRU are linear in their amplitude and offset given the one
  *    nonlinear parameter theta (alpha, or C). Those are solved in closed
  *    form for each theta (variable projection), and theta is found by a

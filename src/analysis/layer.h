@@ -4,7 +4,7 @@
  * A layer is a tensor of inputs x [N, d] with its norm (LayerNorm or
  * RMSNorm, eps), and optionally the real output the model produced, the
  * affine weight and bias, and upstream gradients. nc_layer_analyze runs the
- * streaming passes (docs/design.md "How it computes") over the (mapped) input:
+ * streaming passes (docs/internals.md "How it computes") over the (mapped) input:
  *
  *   stats    per-token centre and scale (the only state later passes need),
  *            pooled input statistics, per-channel magnitudes
@@ -104,7 +104,7 @@ typedef struct nc_fit_result {
     double sse, rmse, r2, max_abs_err, mean_abs_err;
 } nc_fit_result;
 
-/* The per-token state every later pass needs (docs/design.md "How it computes"): which
+/* The per-token state every later pass needs (docs/internals.md "How it computes"): which
  * tokens were visited and, for each, y = (x - centre) * inv. */
 typedef struct nc_layer_tokens {
     size_t nt;                 /* tokens visited */

@@ -10,7 +10,7 @@
  * Every later pass needs only two numbers per token, so a norm is described
  * by its per-token centre c (mu for LayerNorm, 0 for RMSNorm) and scale
  * (s or r): y = (x - c) * (1 / scale). The output is recomputed from x
- * wherever it is needed and never stored (docs/design.md "How it computes").
+ * wherever it is needed and never stored (docs/internals.md "How it computes").
  *
  * Statistics are two-pass per token in double (mean, then the sum of squared
  * deviations), never E[x^2] - E[x]^2 (STYLE.md section 6).
