@@ -31,7 +31,8 @@ echo
 
 echo "== the whole command, end to end (wall s, peak RSS; goal for fit with the Jacobian: 0.4 s) =="
 echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-for what in "fit --no-jacobian" "fit --no-dropin" "fit"; do
+# the token bootstrap and the drop-in parameters, each on and off
+for what in "fit --no-jacobian" "fit --no-dropin --bootstrap 0" "fit --no-dropin" "fit"; do
     walls=""
     rss=0
     i=0
@@ -44,7 +45,7 @@ for what in "fit --no-jacobian" "fit --no-dropin" "fit"; do
         i=$((i + 1))
     done
     med=$(printf '%s\n' $walls | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}')
-    printf '  normcmp %-18s median %6.2f s  (runs:%s)  peak RSS %d MB (file %d MB)\n' \
+    printf '  normcmp %-29s median %6.2f s  (runs:%s)  peak RSS %d MB (file %d MB)\n' \
         "$what" "$med" "$walls" $((rss / 1024)) $(($(stat -c %s "$data") / 1048576))
 done
 echo "  load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
