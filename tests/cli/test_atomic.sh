@@ -202,7 +202,9 @@ rm .E.lock
 # a lock taken by a run that has not yet written its record: the message
 # names no process 0
 : >.F.lock
-flock -n .F.lock -c 'sleep 3' &
+# held until F.stop appears (at most 60 s), not for a fixed time: a slow
+# (sanitizer) build on a loaded machine must still find it held
+flock -n .F.lock -c 'i=0; while [ ! -e F.stop ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done' &
 holder=$!
 for i in $(seq 1 100); do
     flock -n -E 99 .F.lock true
@@ -212,7 +214,7 @@ done
 run "$NC" fit x.npy --out F --quiet
 expect_status 1
 expect_err "normcmp: F: in use by another normcmp run (it holds $T/.F.lock); wait for it to finish or choose another output"
-kill "$holder" 2>/dev/null
+: >F.stop
 wait "$holder" 2>/dev/null
 
 # --- a run stopped after creating --out a/b/c removes every folder it
