@@ -202,11 +202,12 @@ def summary(lines, output):
         if not hits:
             missing = [(no, t) for no, t in run if t not in out[pos:]]
             no, t = missing[0] if missing else run[0]
-            where = ("" if missing else ", but not as quoted (contiguous, in order" +
-                     (", from the output's first line" if anchored_start else "") +
+            where = ("is not in the output" if missing else
+                     "and the lines after it up to '...' are not in the output as quoted "
+                     "(contiguous, in order" +
+                     (", from its first line" if anchored_start else "") +
                      (", to its last line" if anchored_end else "") + ")")
-            print(f"README.md:{no}: the quoted summary line {t!r} is not in the output{where}",
-                  file=sys.stderr)
+            print(f"README.md:{no}: the quoted summary line {t!r} {where}", file=sys.stderr)
             return 1
         pos = hits[0] + len(texts)
     print(quote[0][0])
