@@ -10,10 +10,10 @@ test runs under `make check`).
         KIND "inline": a `code span` in the text (a table's example column,
         a command named in a sentence) that starts with a command and has
         more than one word (one word is a program's or file's name).
-        KIND "unknown": a line of a code block holding commands that is
-        neither a command nor a comment: the test fails on it, so a block
-        cannot gain a command (`cd`, `pip install`, ...) that it does not
-        recognise.
+        KIND "unknown": a line that is neither a command nor a comment in
+        a code block that holds commands or says it does (```sh, ```bash,
+        ...): the test fails on it, so the README cannot gain a command
+        (`cd`, `pip install`, ...) that it does not recognise.
     readme_blocks.py block README PREFIX
         the ```-fenced block whose first line starts with PREFIX, verbatim
         (exit 1 if there is none)
@@ -97,8 +97,9 @@ def strip_comment(s):
     return split_outside_quotes(" " + s, " #")[0][1:].rstrip()
 
 
-def block_commands(body):
-    """[(line_no, kind, command)] of one shell code block."""
+def block_commands(body, shell):
+    """[(line_no, kind, command)] of one code block; shell: it says it is
+    one (```sh), so every line is a command."""
     logical, cur, start = [], None, 0
     for no, text in body:
         if cur is None:
@@ -121,7 +122,7 @@ def block_commands(body):
         for part in split_outside_quotes(s, "&&"):
             part = " ".join(part.split())
             found.append((no, "block" if COMMANDS.match(part) else "unknown", part))
-    if not any(k == "block" for _, k, _ in found):
+    if not shell and not any(k == "block" for _, k, _ in found):
         return []  # output, a file layout, a licence: no commands
     return found
 
@@ -149,7 +150,7 @@ def commands(lines):
     for kind, info, body in code:
         if kind == "fenced" and info not in ("", "sh", "shell", "bash", "console"):
             continue
-        found += block_commands(body)
+        found += block_commands(body, info != "")
     found += inline_commands(prose)
     found.sort(key=lambda f: f[0])
     for no, kind, cmd in found:
