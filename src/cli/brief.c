@@ -81,14 +81,34 @@ static void name_cell(const char *name, int w, char *buf, size_t cap)
 }
 
 /* "saturating  36% [34-37]" style cells of one layer */
+/* The length of the prefix all n names share, ending at a separator
+ * ('.', '_', '-', '/'): "model.layers." of model.layers.0.input_layernorm
+ * and model.layers.1.mlp_norm; 0 for fewer than two names. */
+static size_t common_prefix(const nc_layer_summary *L, size_t n)
+{
+    if (n < 2 || !L[0].name)
+        return 0;
+    size_t p = strlen(L[0].name);
+    for (size_t k = 1; k < n && p; k++) {
+        const char *a = L[0].name, *b = L[k].name ? L[k].name : "";
+        size_t q = 0;
+        while (q < p && a[q] && a[q] == b[q])
+            q++;
+        p = q;
+    }
+    while (p > 0 && !strchr("._-/", L[0].name[p - 1]))
+        p--;
+    return p;
+}
+
 static void layer_line(const nc_layer_summary *s, const nc_layer_verdict *v, int namew,
-                       int width, bool swap)
+                       size_t pre, int width, bool swap)
 {
     char nm[256], removed[48] = "", best[160] = "", slope[48] = "", cost[48] = "";
     if (swap && isfinite(s->swap_delta))
         snprintf(cost, sizeof cost, isfinite(s->swap_delta_se) ? "%+.3f~%.3f" : "%+.3f",
                  s->swap_delta, s->swap_delta_se);
-    name_cell(s->name ? s->name : "?", namew, nm, sizeof nm);
+    name_cell(s->name ? s->name + pre : "?", namew, nm, sizeof nm);
     const char *kind = nc_layer_verdict_kind(v);
     if (isfinite(v->residual_removed)) {
         if (isfinite(v->removed_lo) && isfinite(v->removed_hi))
@@ -134,6 +154,13 @@ void cli_print_brief(const nc_layer_summary *L, const nc_run_summary *R)
         int n = L[k].name ? (int)strlen(L[k].name) : 1;
         namew = n > namew ? n : namew;
     }
+    /* names too long for a third of the line lose the prefix they share
+     * (said above the table), so that what tells them apart stays */
+    size_t pre = namew > width / 3 ? common_prefix(L, R->nlayers) : 0;
+    if (pre) {
+        namew -= (int)pre;
+        printf("layer names below follow \"%.*s\"\n", (int)pre, L[0].name);
+    }
     if (namew > width / 3)
         namew = width / 3;
     bool swap = false;
@@ -146,7 +173,7 @@ void cli_print_brief(const nc_layer_summary *L, const nc_run_summary *R)
         printf("%-*s  %-19s %-14s %5s  %s\n", namew, "layer", "verdict", "removed [95%]",
                "slope", "best R^2");
     for (size_t k = 0; k < R->nlayers; k++)
-        layer_line(&L[k], &R->layer[k], namew, width, swap);
+        layer_line(&L[k], &R->layer[k], namew, pre, width, swap);
     bool too_few = false;
     for (size_t k = 0; k < R->nlayers; k++)
         too_few |= R->layer[k].too_few;

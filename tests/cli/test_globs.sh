@@ -79,6 +79,29 @@ for cols in 80 60; do
     check "$cols columns: says where index.html is" grep -q "$T/brief$cols/index.html" "$T/brief.out"
     check "$cols columns: at most 28 lines" test "$(wc -l <"$T/brief.out")" -le 28
 done
+# Hugging Face names at 80 columns: the prefix they share goes (said once),
+# so layer 0 and layer 1 stay two different rows
+/usr/bin/python3 - "$T/hf.safetensors" <<'PY'
+import json, struct, sys
+import random
+random.seed(3)
+names = [f"model.layers.{k}.{r}" for k in range(3)
+         for r in ("input_layernorm", "post_attention_layernorm")]
+hdr, data = {}, b""
+for n in names:
+    a = struct.pack("<%df" % (64 * 16), *(random.gauss(0, 1) for _ in range(64 * 16)))
+    hdr[n + ".input"] = {"dtype": "F32", "shape": [64, 16], "data_offsets": [len(data), len(data) + len(a)]}
+    data += a
+h = json.dumps(hdr).encode()
+h += b" " * ((8 - len(h) % 8) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
+PY
+run env COLUMNS=80 "$NC" fit "$T/hf.safetensors" --out "$T/hf" --no-jacobian --bootstrap 0
+expect_status 0
+expect_out_has 'layer names below follow "model.layers."'
+cp "$T/.out" "$T/hf.out"
+check "long names: every layer's row starts differently" sh -c \
+    "grep -E '^[0-2]\.(input|post)' '$T/hf.out' | cut -c1-26 | sort -u | wc -l | grep -qx 6"
 run "$NC" fit "$V"/ln*_input.npy --out "$T/json" --no-jacobian --bootstrap 50 --json
 expect_status 0
 cp "$T/.out" "$T/json.out"
