@@ -28,7 +28,7 @@
 #include "analysis/surrogate.h"
 #include "util/err.h"
 
-/* Defaults (STYLE.md: no magic numbers inside algorithms). */
+/* Defaults (docs/internals.md, rule 5: no magic numbers inside algorithms). */
 #define NC_FIT_MAX_ITER 200     /* LM iterations / Brent steps */
 #define NC_FIT_TOL 1e-12        /* relative tolerance on the nonlinear parameters */
 #define NC_FIT_SCAN_HALF_WIDTH 9.0 /* scan log(theta) over centre +- this (e^9 ~ 8100) */

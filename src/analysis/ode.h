@@ -22,7 +22,7 @@
  * first step is chosen by Hairer's starting-step algorithm (II.4, "Starting
  * step size").
  *
- * Interface in the begin / step / test style of STYLE.md section 3: begin
+ * Interface in the begin / step / test style of docs/internals.md, rule 3: begin
  * sets the state, each step makes one accepted step towards a target (never
  * past it), and the caller loops while x < target, looking at (x, y) after
  * every step. Only forward integration (target > x).

@@ -4,7 +4,7 @@
  * Each subcommand parses its flags with getopt_long, builds what the
  * library needs, calls it, and turns an nc_err into "normcmp: <message>"
  * on stderr and an exit status: 0 success, 2 the user must fix something,
- * 1 anything else (STYLE.md section 4).
+ * 1 anything else (docs/internals.md, rule 4).
  */
 #ifndef NC_CLI_H
 #define NC_CLI_H

@@ -13,7 +13,7 @@
  * wherever it is needed and never stored (docs/internals.md "How it computes").
  *
  * Statistics are two-pass per token in double (mean, then the sum of squared
- * deviations), never E[x^2] - E[x]^2 (STYLE.md section 6).
+ * deviations), never E[x^2] - E[x]^2 (docs/internals.md, rule 5).
  */
 #ifndef NC_NORM_H
 #define NC_NORM_H

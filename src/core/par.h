@@ -5,7 +5,7 @@
  * only. Each shard owns its accumulators (index them by the shard number)
  * and is processed by one thread, block by block of rows converted to
  * double; the caller merges the shards in shard order afterwards. So a pass
- * gives bit-identical results for any thread count (STYLE.md section 6).
+ * gives bit-identical results for any thread count (docs/internals.md, rule 5).
  *
  * The executor owns no numerics: the block function does the work.
  */

@@ -4,7 +4,7 @@
  *
  * Generator: xoshiro256** (Blackman and Vigna, https://prng.di.unimi.it/),
  * 256 bits of state, period 2^256 - 1, seeded through splitmix64. Every
- * random draw in the project comes from here (STYLE.md section 6), and the
+ * random draw in the project comes from here (docs/internals.md, rule 5), and the
  * synthetic tensors of core/synth.h must come out with the same bits on
  * every platform, so the conversions to real numbers use only operations
  * that IEEE 754 defines exactly: + - * /, sqrt, ldexp, frexp, comparisons

@@ -2,7 +2,7 @@
  * sum.h - compensated (Neumaier) summation in double.
  *
  * Sums over all N * d points of a layer (moments, SSE and SST for R^2,
- * Jacobian error norms) use this (STYLE.md section 6). The streaming passes
+ * Jacobian error norms) use this (docs/internals.md, rule 5). The streaming passes
  * add one token's d terms in a plain double (a vectorised loop, relative
  * error ~ d * 2^-53 at worst) and feed that partial to a compensated sum, so
  * that 16M terms lose no more than that. Partial sums are merged in a fixed

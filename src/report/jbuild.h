@@ -9,7 +9,7 @@
  * text that reads back as exactly the same double (the shortest of %.15g,
  * %.16g, %.17g that round-trips: cJSON's own printer keeps 15 digits,
  * which only come close), and a number that is not finite as null beside
- * a "status" saying why (STYLE.md section 6, docs/report.md).
+ * a "status" saying why (docs/internals.md, rule 5; docs/report.md).
  *
  * Used by report.c (the report), run_block.c (the run-level block) and
  * `normcmp merge` (the numbers of a merged report).

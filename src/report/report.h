@@ -6,7 +6,7 @@
  * SHA-256, tensor, dtype, shape) and per layer the input statistics, the
  * real-output check, every fit with its parameters and exact error
  * metrics. A number that is not finite is written as null, and the object
- * holding it carries a "status" saying why (STYLE.md section 6).
+ * holding it carries a "status" saying why (docs/internals.md, rule 5).
  */
 #ifndef NC_REPORT_H
 #define NC_REPORT_H

@@ -4,7 +4,7 @@
  *
  * Library functions return 0 on success or a negative NC_E* code, and fill
  * a caller-provided nc_err with one line naming the file, the place in it,
- * what was found and what was expected (STYLE.md section 4). All errors go
+ * what was found and what was expected (docs/internals.md, rule 4). All errors go
  * through nc_err_set, so one breakpoint catches them all.
  *
  * The CLI maps codes to exit statuses with nc_err_exit_status: input the

@@ -4,7 +4,7 @@
  * A file is written to a temporary name in its target directory
  * (".<name>.tmp.XXXXXX"), then flushed, closed and renamed over the target
  * on commit. On abort, or any failure, the temporary is removed and the
- * target, if it existed, is untouched (STYLE.md section 4). While it is
+ * target, if it existed, is untouched (docs/internals.md, rule 4). While it is
  * written the lock file ".<name>.lock" beside it is held (flock), so two
  * processes never write one target, and temporaries a killed writer left
  * are removed by the next one.

@@ -1,7 +1,7 @@
 /*
  * progress.h - a progress line on stderr, only when stderr is a terminal.
  *
- * The one place library code may print (STYLE.md section 11). A disabled
+ * The one place library code may print (docs/internals.md, rule 6). A disabled
  * progress (not a terminal, --quiet, or NULL) does nothing. Updates are
  * rate-limited (10 per second) and safe to call from worker threads.
  *
