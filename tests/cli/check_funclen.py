@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""check_funclen.py - no function in src/ longer than LIMIT lines (STYLE.md:
-functions under ~120 lines; run by tests/cli/test_layers.sh).
+"""check_funclen.py - no function in src/ longer than LIMIT lines (docs/internals.md,
+rule 1: functions under 120 lines; run by tests/cli/test_layers.sh).
 
     check_funclen.py ROOT [LIMIT]
 

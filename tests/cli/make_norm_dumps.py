@@ -1,5 +1,5 @@
 """make_norm_dumps.py DIR - small RMSNorm dumps for tests/cli/test_normcheck.sh,
-built here (no model, no ../shared) in the layout scripts/dump_activations.py
+built here (no model, no checkpoint) in the layout scripts/dump_activations.py
 writes: "<m>.input", "<m>.output", "<m>.weight" and __metadata__ keys
 "<m>.norm", "<m>.eps".
 

@@ -65,7 +65,13 @@ run /usr/bin/python3 tests/cli/check_funclen.py "$T/x"
 expect_status 1
 expect_out_has "FAIL: src/core/long.c:1: int f: 131 lines (limit 120)"
 # no citation of documents outside the repository, or of issues
-cites() { grep -rnE 'BRIEF|DESIGN\.md|[Ii]ssues? #?[0-9]+|the issue'"'"'s' "$@" 2>/dev/null; }
+cites() { grep -rnE 'BRIEF|DESIGN\.md|STYLE\.md|\.\./shared|[Ii]ssues? #?[0-9]+|the issue'"'"'s' "$@" 2>/dev/null; }
+# tests/ and the formatter's file may name issues, but not documents outside the repository
+# (the two test files that hold the patterns themselves excepted)
+outside() {
+    grep -rnE 'BRIEF|DESIGN\.md|STYLE\.md|\.\./shared' "$@" 2>/dev/null |
+        grep -vE '^([^:]*/)?tests/cli/test_(layers|cli)\.sh:'
+}
 run cites src scripts Makefile
 cp "$T/.out" "$T/cites"
 cat "$T/cites"
@@ -74,4 +80,16 @@ check "src/, scripts/ and the Makefile cite docs/ and the README only: $(head -c
 mk src/core/c.c '/* the norms (BRIEF.md "The objects"; issue 4) */\n'
 run cites "$T/x/src"
 expect_out_has 'src/core/c.c:1:/* the norms (BRIEF.md'
+mk src/core/d.c '/* two-pass (STYLE.md section 6) */\n'
+run cites "$T/x/src"
+expect_out_has 'src/core/d.c:1:/* two-pass (STYLE.md'
+run outside tests .clang-format docs README.md
+cp "$T/.out" "$T/outside"
+cat "$T/outside"
+check "tests/, docs/, the README and .clang-format cite no document outside the repository: $(head -c 300 "$T/outside")" \
+    test ! -s "$T/outside"
+mkdir -p "$T/x/tests/unit"
+printf '/* the worked example (BRIEF.md) */\n' >"$T/x/tests/unit/t.c"
+run outside "$T/x/tests"
+expect_out_has 'tests/unit/t.c:1:/* the worked example (BRIEF.md)'
 done_tests

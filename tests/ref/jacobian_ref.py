@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """jacobian_ref.py - an independent NumPy reference for the diagonal-Jacobian
-comparison (src/analysis/jacobian.h; BRIEF.md, "The gradient derivation").
+comparison (src/analysis/jacobian.h; docs/jacobian.md, docs/theory.md).
 
 jacobian_metrics() computes, from the input x [N, d] alone (plus optional
 upstream gradients, the affine weight and surrogate parameters), every
@@ -34,7 +34,7 @@ metric of the comparison (docs/jacobian.md defines them):
 
 It is deliberately written differently from the C code: J is materialised
 per token as a dense d x d matrix (in chunks of tokens) straight from
-BRIEF.md's formulas, so ||J||_F^2 is a plain sum of squares and J^T g a
+the formulas of docs/theory.md, so ||J||_F^2 is a plain sum of squares and J^T g a
 matrix product (no closed forms); surrogate derivatives come from their own
 formulas here (tanh, erf from SciPy). Quantiles are NumPy's defaults.
 
@@ -69,7 +69,7 @@ TOL = {
 
 
 def token_state(x, norm, eps):
-    """y = (x - c) / scale and inv = 1 / scale per token (BRIEF.md "The objects")."""
+    """y = (x - c) / scale and inv = 1 / scale per token (docs/theory.md)."""
     if norm == "layernorm":
         mu = x.mean(axis=1, keepdims=True)
         var = ((x - mu) ** 2).mean(axis=1, keepdims=True)

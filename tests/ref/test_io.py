@@ -3,7 +3,7 @@
 - .npy files NumPy writes (float32, float16, float64; versions 1.0, 2.0,
   3.0; ranks 1 to 4) and bfloat16 as ml_dtypes saves it ('<V2'): `inspect`
   gives NumPy's min, max, mean, std and non-finite count.
-- `normcmp norm` reproduces LayerNorm and RMSNorm (BRIEF.md's worked
+- `normcmp norm` reproduces LayerNorm and RMSNorm (docs/theory.md's worked
   examples, and NumPy float64 on random data, to float32 rounding), with
   --affine using the weight and bias beside the input.
 - `normcmp synth` is deterministic: same seed, same bytes; and its
@@ -85,7 +85,7 @@ def test_inspect(tmp):
 
 
 def test_norm(tmp):
-    # BRIEF.md worked examples, through the command line
+    # the worked examples of docs/theory.md, through the command line
     p = os.path.join(tmp, "ex.npy")
     np.save(p, np.array([[1, 2, 3, 4]], dtype=np.float32))
     o = os.path.join(tmp, "ex_ln.npy")

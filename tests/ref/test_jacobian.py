@@ -1,6 +1,6 @@
 """The diagonal-Jacobian comparison through the real command line against an
 independent NumPy reference (tests/ref/jacobian_ref.py: dense Jacobians
-built per token from BRIEF.md's formulas, sums of squares and products, no
+built per token from the formulas of docs/theory.md, sums of squares and products, no
 closed forms).
 
 Cases: the three vit4mnist layers under LayerNorm (eps 1e-5, as recorded)

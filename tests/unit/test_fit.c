@@ -31,7 +31,7 @@ static void make_y(const nc_surrogate *s, const nc_params *p)
 
 static void test_surrogate_values(void)
 {
-    /* BRIEF.md's DyT test vector: alpha 0.5, gamma 1, beta 0 */
+    /* the DyT worked example (docs/theory.md): alpha 0.5, gamma 1, beta 0 */
     const double x[4] = {0.14115588, 0.00372817, 0.24126647, 0.22183601};
     const double want[4] = {0.0705, 0.0019, 0.1201, 0.1105};
     double y[4];
@@ -42,7 +42,7 @@ static void test_surrogate_values(void)
         CHECK_REL(tanh(0.5 * x[i]), y[i], 1e-15);
     }
     /* matching DyT and DyISRU slopes at 0 with the same amplitude: C = 1/alpha^2
-     * (BRIEF.md: alpha0 = 0.5 corresponds to C0 = 4) */
+     * (docs/theory.md: alpha0 = 0.5 corresponds to C0 = 4) */
     const nc_surrogate *dyt = nc_surrogate_get(NC_FIT_DYT), *isru = nc_surrogate_get(NC_FIT_DYISRU);
     nc_params pd = {.p = {0.5, 2.385, 0.0}}, pi = {.p = {4.0, 2.385}};
     CHECK_REL(nc_surrogate_df(dyt, &pd, 0, 0.0), nc_surrogate_df(isru, &pi, 0, 0.0), 1e-15);

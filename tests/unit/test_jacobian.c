@@ -116,7 +116,7 @@ static void token_y(nc_norm_kind norm, double eps, const double *x, size_t d, do
     *inv = 1.0 / st.scale;
 }
 
-/* The Jacobian entry J_ij written straight from BRIEF.md, independently of
+/* The Jacobian entry J_ij written straight from docs/theory.md, independently of
  * jacobian.c: inv (delta_ij - [1/d] - y_i y_j / d). */
 static double brief_J(nc_norm_kind norm, const double *y, double inv, size_t d, size_t i,
                       size_t j)
@@ -220,7 +220,7 @@ static void test_token_jacobian_three_ways(void)
                 for (size_t i = 0; i < d; i++) {
                     double fd = (yp[i] - ym[i]) / (2 * h);
                     fd_err = fmax(fd_err, fabs(fd - J[i * d + j]));
-                    /* the dense matrix is BRIEF's formula */
+                    /* the dense matrix is the formula of docs/theory.md */
                     CHECK_ABS(brief_J(norm, y, inv, d, i, j), J[i * d + j], 4e-16 * inv);
                 }
             }
@@ -313,9 +313,10 @@ static void check_dense_ok(const nc_jac_result *jr, size_t d)
     CHECK(jr->dense.off_max_rel_diff >= 0 && jr->dense.off_max_rel_diff <= jr->dense.frob_tol);
 }
 
-/* BRIEF.md's closed form for LayerNorm: ||I - 11^T/d - xhat xhat^T/d||_F^2 =
- * d - 1 - 2 kappa + kappa^2, kappa = var / (var + eps); for RMSNorm with
- * kappa = ms / (ms + eps): d - 2 kappa + kappa^2. And J y = 0, J 1 = 0. */
+/* The closed form for LayerNorm (docs/theory.md, Worked examples):
+ * ||I - 11^T/d - xhat xhat^T/d||_F^2 = d - 1 - 2 kappa + kappa^2, kappa = var / (var + eps);
+ * for RMSNorm with kappa = ms / (ms + eps): d - 2 kappa + kappa^2. And J 1 = 0,
+ * J xhat = (1 - kappa) xhat / s (0 when eps = 0). */
 static void test_token_closed_forms(void)
 {
     enum { D = 48 };
@@ -355,7 +356,7 @@ static void test_token_closed_forms(void)
 
 /* ========================================================= pooled metrics */
 
-/* Everything jacobian.h pools, recomputed here by plain loops from BRIEF's
+/* Everything jacobian.h pools, recomputed here by plain loops from the
  * formulas (sums in long double), over the used tokens of res. */
 typedef struct want {
     double share, offshare, radial, ones;

@@ -115,7 +115,7 @@ static void test_ode_known_solutions(void)
 
 static void test_ode_check_closed_forms(void)
 {
-    /* BRIEF.md: ODE-1 is solved by sqrt(d) tanh(x / (rho sqrt d)), ODE-2 with
+    /* docs/theory.md: ODE-1 is solved by sqrt(d) tanh(x / (rho sqrt d)), ODE-2 with
      * slope 1/rho at 0 by sqrt(d) x / sqrt(x^2 + d rho^2) */
     const struct {
         double rho;

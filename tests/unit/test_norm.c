@@ -1,5 +1,5 @@
 /*
- * test_norm.c - LayerNorm and RMSNorm against BRIEF.md's worked examples and
+ * test_norm.c - LayerNorm and RMSNorm against the worked examples of docs/theory.md and
  * the single-outlier identity.
  */
 #include <math.h>
@@ -10,7 +10,7 @@
 
 static void test_layernorm_worked_example(void)
 {
-    /* BRIEF.md: LayerNorm of [1, 2, 3, 4] (eps 1e-5) = [-1.3416, -0.4472, 0.4472, 1.3416] */
+    /* docs/theory.md: LayerNorm of [1, 2, 3, 4] (eps 1e-5) = [-1.3416, -0.4472, 0.4472, 1.3416] */
     const double x[4] = {1, 2, 3, 4};
     double y[4];
     nc_token_stat st = nc_norm_token(NC_LAYERNORM, 1e-5, x, 4);
@@ -28,7 +28,7 @@ static void test_layernorm_worked_example(void)
 
 static void test_rmsnorm_worked_example(void)
 {
-    /* BRIEF.md: RMSNorm of [1, 2, 3, 4]: r = sqrt(7.5) = 2.7386,
+    /* docs/theory.md: RMSNorm of [1, 2, 3, 4]: r = sqrt(7.5) = 2.7386,
      * y = [0.3651, 0.7303, 1.0954, 1.4606] */
     const double x[4] = {1, 2, 3, 4};
     double y[4];
@@ -45,7 +45,7 @@ static void test_rmsnorm_worked_example(void)
     CHECK_REL(sqrt(7.5 + 1e-6), st.scale, 1e-15);
 }
 
-/* BRIEF.md "Single-outlier exactness": holding d-1 entries fixed and moving
+/* docs/theory.md, "Single-entry exactness": holding d-1 entries fixed and moving
  * one entry x, RMSNorm gives sqrt(d) x / sqrt(x^2 + P + d eps), P the sum of
  * squares of the others (d eps appears because r^2 = mean(x^2) + eps). */
 static void test_single_outlier_identity(void)

@@ -39,8 +39,8 @@ static const char NUMPY_F8_2x3x4[] = "\x93NUMPY\x01\x00v\x00{'descr': '<f8', 'fo
                                      "False, 'shape': (2, 3, 4), }                            "
                                      "                           \n";
 
-/* BRIEF.md's worked example input. */
-static const float BRIEF_X[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+/* The worked example's input (docs/theory.md, Worked examples). */
+static const float EXAMPLE_X[4] = {1.0f, 2.0f, 3.0f, 4.0f};
 
 /* A file: major.0 preamble, the header text verbatim (no padding added),
  * then ndata bytes of data. Returns the buffer in mb. */
@@ -98,13 +98,13 @@ static int parse_ok(const unsigned char *buf, size_t len, nc_tensor *t)
 /* NumPy's headers                                                     */
 /* ------------------------------------------------------------------ */
 
-/* np.save(np.array([1, 2, 3, 4], '<f4')) parses; the data are BRIEF's vector. */
+/* np.save(np.array([1, 2, 3, 4], '<f4')) parses; the data are the worked example's vector. */
 static void test_numpy_v1_brief_vector(void)
 {
     nc_membuf mb = {0};
     nc_sink s = nc_membuf_sink(&mb);
     nc_sink_write(&s, NUMPY_V1, sizeof NUMPY_V1 - 1, NULL);
-    nc_sink_write(&s, BRIEF_X, sizeof BRIEF_X, NULL);
+    nc_sink_write(&s, EXAMPLE_X, sizeof EXAMPLE_X, NULL);
     nc_tensor t;
     if (parse_ok(mb.data, mb.len, &t) == 0) {
         CHECK_INT(NC_F32, t.dtype);
@@ -120,7 +120,7 @@ static void test_numpy_v1_brief_vector(void)
         double x[4];
         nc_tensor_rows(&t, 0, 1, x);
         for (int i = 0; i < 4; i++) /* float -> double is exact */
-            CHECK_ABS(BRIEF_X[i], x[i], 0.0);
+            CHECK_ABS(EXAMPLE_X[i], x[i], 0.0);
     }
     nc_membuf_free(&mb);
 }
@@ -130,7 +130,7 @@ static void check_v2_v3(const char *hdr, size_t hdr_len)
     nc_membuf mb = {0};
     nc_sink s = nc_membuf_sink(&mb);
     nc_sink_write(&s, hdr, hdr_len, NULL);
-    nc_sink_write(&s, BRIEF_X, sizeof BRIEF_X, NULL);
+    nc_sink_write(&s, EXAMPLE_X, sizeof EXAMPLE_X, NULL);
     nc_tensor t;
     if (parse_ok(mb.data, mb.len, &t) == 0) {
         CHECK_INT(NC_F32, t.dtype);
@@ -355,7 +355,7 @@ static void test_max_rank(void)
     for (int k = 0; k < NC_MAX_RANK; k++)
         n += (size_t)snprintf(hdr + n, sizeof hdr - n, "%s", k == NC_MAX_RANK - 1 ? "2)}" : "1, ");
     nc_membuf mb = {0};
-    make_npy(&mb, 1, hdr, BRIEF_X, 8);
+    make_npy(&mb, 1, hdr, EXAMPLE_X, 8);
     nc_tensor t;
     if (parse_ok(mb.data, mb.len, &t) == 0) {
         CHECK_INT(NC_MAX_RANK, t.rank);
@@ -426,7 +426,7 @@ static void test_reject_non_ascii(void)
                 NC_EFORMAT, "x.npy: header at offset 24: found byte 0xc3, expected printable ASCII");
     static const char nul[] = "{'descr': '<f4',\x00 'fortran_order': False, 'shape': (4,), }";
     nc_membuf mb = {0};
-    make_npy_n(&mb, 1, nul, sizeof nul - 1, BRIEF_X, 16);
+    make_npy_n(&mb, 1, nul, sizeof nul - 1, EXAMPLE_X, 16);
     expect_fail_buf(mb.data, mb.len, NC_EFORMAT,
                     "x.npy: header at offset 26: found byte 0x00, expected printable ASCII");
     nc_membuf_free(&mb);
@@ -629,7 +629,7 @@ static void test_reject_truncated_data(void)
     nc_membuf mb = {0};
     nc_sink s = nc_membuf_sink(&mb);
     nc_sink_write(&s, NUMPY_V1, sizeof NUMPY_V1 - 1, NULL);
-    nc_sink_write(&s, BRIEF_X, 12, NULL);
+    nc_sink_write(&s, EXAMPLE_X, 12, NULL);
     expect_fail_buf(mb.data, mb.len, NC_EFORMAT,
                     "x.npy: data truncated: expected 16 bytes for F32 [4] at offset 128, found "
                     "12");
@@ -647,7 +647,7 @@ static void test_reject_truncated_one_byte(void)
     nc_membuf mb = {0};
     nc_sink s = nc_membuf_sink(&mb);
     nc_sink_write(&s, NUMPY_V1, sizeof NUMPY_V1 - 1, NULL);
-    nc_sink_write(&s, BRIEF_X, 15, NULL);
+    nc_sink_write(&s, EXAMPLE_X, 15, NULL);
     expect_fail_buf(mb.data, mb.len, NC_EFORMAT,
                     "x.npy: data truncated: expected 16 bytes for F32 [4] at offset 128, found "
                     "15");
@@ -663,7 +663,7 @@ static void test_reject_extra_data(void)
     nc_membuf mb = {0};
     nc_sink s = nc_membuf_sink(&mb);
     nc_sink_write(&s, NUMPY_V1, sizeof NUMPY_V1 - 1, NULL);
-    nc_sink_write(&s, BRIEF_X, 16, NULL);
+    nc_sink_write(&s, EXAMPLE_X, 16, NULL);
     nc_sink_write(&s, "\n", 1, NULL);
     expect_fail_buf(mb.data, mb.len, NC_EFORMAT,
                     "x.npy: extra bytes after the data: expected 16 bytes for F32 [4] at offset "

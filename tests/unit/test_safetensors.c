@@ -17,8 +17,8 @@
 #include "io/safetensors.h"
 #include "util/sink.h"
 
-/* BRIEF.md's worked example input. */
-static const float BRIEF_X[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+/* The worked example's input (docs/theory.md, Worked examples). */
+static const float EXAMPLE_X[4] = {1.0f, 2.0f, 3.0f, 4.0f};
 
 /* A file: the header's length (u64 LE), the header verbatim, the data. */
 static void make_st(nc_membuf *mb, const char *hdr, const void *data, size_t ndata)
@@ -199,7 +199,7 @@ static void test_round_trip_all_dtypes_and_ranks(void)
 static void test_writer_bytes(void)
 {
     nc_st_entry e[2] = {
-        {"x", NC_F32, 1, (const uint64_t[]){4}, BRIEF_X},
+        {"x", NC_F32, 1, (const uint64_t[]){4}, EXAMPLE_X},
         {"a\\b\"c\x01", NC_F16, 2, (const uint64_t[]){1, 1}, "\x00\x3c"},
     };
     const char *meta[] = {"format", "pt", NULL};
@@ -218,7 +218,7 @@ static void test_writer_bytes(void)
         CHECK(memcmp(mb.data + 8, want, hlen) == 0);
         for (size_t k = hlen; k < padded; k++)
             CHECK_INT(' ', mb.data[8 + k]);
-        CHECK(memcmp(mb.data + 8 + padded, BRIEF_X, 16) == 0);
+        CHECK(memcmp(mb.data + 8 + padded, EXAMPLE_X, 16) == 0);
         nc_st *st = parse_ok(mb.data, mb.len);
         if (st) {
             CHECK(nc_st_find(st, "a\\b\"c\x01") != NULL);
@@ -253,15 +253,15 @@ static void test_writer_empty(void)
 /* ------------------------------------------------------------------ */
 
 /* A header laid out as the Hugging Face library writes it (compact JSON,
- * __metadata__ first, trailing spaces to a multiple of 8), holding BRIEF's
- * vector; hand-written after the format documentation. */
-static void test_hf_layout_brief_vector(void)
+ * __metadata__ first, trailing spaces to a multiple of 8), holding the worked
+ * example's vector; hand-written after the format documentation. */
+static void test_hf_layout_example_vector(void)
 {
     const char hdr[] = "{\"__metadata__\":{\"format\":\"pt\"},\"blocks.0.norm1.input\":"
                        "{\"dtype\":\"F32\",\"shape\":[1,4],\"data_offsets\":[0,16]}}     ";
     CHECK_INT(0, (sizeof hdr - 1) % 8);
     nc_membuf mb = {0};
-    make_st(&mb, hdr, BRIEF_X, sizeof BRIEF_X);
+    make_st(&mb, hdr, EXAMPLE_X, sizeof EXAMPLE_X);
     nc_st *st = parse_ok(mb.data, mb.len);
     if (st) {
         CHECK_INT(1, nc_st_count(st));
@@ -276,7 +276,7 @@ static void test_hf_layout_brief_vector(void)
             double x[4];
             nc_tensor_rows(t, 0, 1, x);
             for (int i = 0; i < 4; i++) /* float -> double is exact */
-                CHECK_ABS(BRIEF_X[i], x[i], 0.0);
+                CHECK_ABS(EXAMPLE_X[i], x[i], 0.0);
         }
         CHECK_STR("pt", nc_st_meta(st, "format"));
         nc_st_free(st);
@@ -835,7 +835,7 @@ static void test_writer_rejects(void)
 {
     const uint64_t four[1] = {4}, huge[2] = {1u << 31, 1u << 31};
     const uint64_t big53[1] = {(uint64_t)1 << 53};
-    nc_st_entry ok = {"x", NC_F32, 1, four, BRIEF_X};
+    nc_st_entry ok = {"x", NC_F32, 1, four, EXAMPLE_X};
     nc_st_entry e[2] = {ok, ok};
     expect_write_fail(e, 2, NULL, NC_EINVAL,
                       "safetensors writer: tensor 'x': found twice, expected unique names");
@@ -891,7 +891,7 @@ int main(void)
     test_round_trip_all_dtypes_and_ranks();
     test_writer_bytes();
     test_writer_empty();
-    test_hf_layout_brief_vector();
+    test_hf_layout_example_vector();
     test_formatted_header();
     test_coverage();
     test_empty_and_scalar_tensors();

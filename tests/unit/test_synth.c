@@ -445,7 +445,7 @@ static void test_outlier_steps(void)
         v += (base[i] - m) * (base[i] - m) / (D - 1);
     CHECK_ABS(2.0, sqrt(v), 5 * 2.0 / sqrt(200.0));
 
-    /* BRIEF.md: the LayerNorm output of the pushed entry grows with k and
+    /* docs/theory.md: the LayerNorm output of the pushed entry grows with k and
      * stays below sqrt(d - 1) */
     double prev = -INFINITY;
     int growing = 1, bounded = 1;
