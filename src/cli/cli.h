@@ -132,6 +132,12 @@ struct nc_plan;
 /* The fits table of a finished plan on stdout: every fit that ran, the
  * norm used and its source (summary.c). */
 void cli_print_fit_summary(const struct nc_plan *plan);
+/* " <v>" right-aligned in width columns with prec significant digits, or
+ * " -" for a non-finite v (summary.c; the tables' cells). */
+void cli_print_num(double v, int width, int prec);
+/* The widest name of a finished layer, at least 5 (the tables' first
+ * column). */
+int cli_name_width(const struct nc_plan *plan);
 
 /* The verdict per layer and, for two or more layers, the run-level lines
  * (plan->run); nothing without a run summary. */

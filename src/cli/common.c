@@ -87,30 +87,12 @@ int cli_finish_stdout(int status)
     return status;
 }
 
-static void print_num(double v, int width)
-{
-    if (isfinite(v))
-        printf(" %*.*g", width, 6, v);
-    else
-        printf(" %*s", width, "-");
-}
-
 bool cli_summary_jacobian_only;
 bool cli_verbose;
 bool cli_json;
 
 /* Most files one run writes besides report.json. */
 #define MAX_OUTPUT_FILES 4096
-
-static int name_width(const nc_plan *plan)
-{
-    int w = 5;
-    for (size_t k = 0; k < plan->nlayers; k++) {
-        int n = (int)strlen(plan->layers[k].name);
-        w = n > w ? n : w;
-    }
-    return w;
-}
 
 /* The ranked surrogate (run_summary.h) with the lowest backprop error of
  * layer l's Jacobian comparison: the verdict's "best backprop"; -1: none. */
@@ -128,7 +110,7 @@ static int best_backprop(const nc_jac_result *j)
  * explained once above it. */
 static void print_jacobian_summary(const nc_plan *plan)
 {
-    int w = name_width(plan);
+    int w = cli_name_width(plan);
     printf("Jacobian J of the norm against diagonals (docs/jacobian.md), pooled over tokens; (G): the "
            "value for\nGaussian inputs at the layer's d (jacobian.gaussian_reference). diag share: "
            "share of ||J||_F^2 on the\ndiagonal; bp err: relative error of backpropagating "
@@ -146,16 +128,16 @@ static void print_jacobian_summary(const nc_plan *plan)
         const nc_jac_result *j = &l->jacobian;
         const nc_jac_surrogate *dyt = &j->surr[NC_FIT_DYT], *isru = &j->surr[NC_FIT_DYISRU];
         printf("%-*s", w, l->name);
-        print_num(j->diag_frobenius_share, 10);
-        print_num(j->gauss.diag_frobenius_share, 8);
-        print_num(j->backprop.err, 9);
-        print_num(j->gauss.offdiag_frobenius_share, 8);
-        print_num(j->radial_retention, 8);
-        print_num(j->gauss.radial_retention, 8);
-        print_num(dyt->ok ? dyt->diag_rmse : NAN, 11);
-        print_num(isru->ok ? isru->diag_rmse : NAN, 11);
-        print_num(dyt->ok ? dyt->backprop.err : NAN, 10);
-        print_num(isru->ok ? isru->backprop.err : NAN, 11);
+        cli_print_num(j->diag_frobenius_share, 10, 6);
+        cli_print_num(j->gauss.diag_frobenius_share, 8, 6);
+        cli_print_num(j->backprop.err, 9, 6);
+        cli_print_num(j->gauss.offdiag_frobenius_share, 8, 6);
+        cli_print_num(j->radial_retention, 8, 6);
+        cli_print_num(j->gauss.radial_retention, 8, 6);
+        cli_print_num(dyt->ok ? dyt->diag_rmse : NAN, 11, 6);
+        cli_print_num(isru->ok ? isru->diag_rmse : NAN, 11, 6);
+        cli_print_num(dyt->ok ? dyt->backprop.err : NAN, 10, 6);
+        cli_print_num(isru->ok ? isru->backprop.err : NAN, 11, 6);
         int b = best_backprop(j);
         if (b >= 0)
             printf("  %s %.4g", nc_surrogate_get((nc_fit_id)b)->name, j->surr[b].backprop.err);
@@ -168,7 +150,7 @@ static void print_jacobian_summary(const nc_plan *plan)
 /* The sweep table: one line per layer and swept parameter. */
 static void print_sweep_summary(const nc_plan *plan)
 {
-    int w = name_width(plan);
+    int w = cli_name_width(plan);
     printf("%-*s %6s %6s %11s %11s %11s %11s %11s\n", w, "layer", "param", "grid", "optimum",
            "fitted", "theory", "min RMSE", "J optimum");
     for (size_t k = 0; k < plan->nlayers; k++)
@@ -178,11 +160,11 @@ static void print_sweep_summary(const nc_plan *plan)
                 continue;
             const nc_sweep_result *s = &l->sweep[p];
             printf("%-*s %6s %6zu", w, l->name, nc_sweep_param_name(s->param), s->n);
-            print_num(s->opt_refit, 11);
-            print_num(s->fitted, 11);
-            print_num(s->theory, 11);
-            print_num(s->min_refit, 11);
-            print_num(s->opt_jac, 11);
+            cli_print_num(s->opt_refit, 11, 6);
+            cli_print_num(s->fitted, 11, 6);
+            cli_print_num(s->theory, 11, 6);
+            cli_print_num(s->min_refit, 11, 6);
+            cli_print_num(s->opt_jac, 11, 6);
             printf("\n");
         }
 }

@@ -32,30 +32,11 @@ int cli_write_dropin(const nc_plan *plan, struct nc_outset *set, char **names, s
     return 0;
 }
 
-static void cell(double v, int width)
-{
-    if (isfinite(v))
-        printf(" %*.4g", width, v);
-    else
-        printf(" %*s", width, "-");
-}
-
-static int name_width(const nc_plan *plan)
-{
-    int w = 5;
-    for (size_t k = 0; k < plan->nlayers; k++)
-        if (plan->layers[k].done) {
-            int n = (int)strlen(plan->layers[k].name);
-            w = n > w ? n : w;
-        }
-    return w;
-}
-
 /* One line per layer: role, depth, and each surrogate's parameter with its
  * RMSEs against the recomputed and the real output. */
 static void print_layers(const nc_plan *plan)
 {
-    int w = name_width(plan);
+    int w = cli_name_width(plan);
     printf("Drop-in parameters (dropin_dyt, dropin_dyt_alpha0, dropin_dyisru .safetensors; "
            "docs/dropin.md):\nper surrogate its alpha or C and the RMSE of weight*f(x)+bias "
            "against the layer's output with its\naffine part, recomputed (rec) and the dump's "
@@ -82,9 +63,9 @@ static void print_layers(const nc_plan *plan)
             if (f == NC_DROPIN_DYT_ALPHA0)
                 printf(" %6.3g%s", dr->alpha0.value, dr->alpha0.extrapolated ? "x" : " ");
             else
-                cell(F->ok ? F->param : NAN, 9);
-            cell(F->ok ? F->rmse_rec : NAN, 9);
-            cell(F->ok ? F->rmse_real : NAN, 9);
+                cli_print_num(F->ok ? F->param : NAN, 9, 4);
+            cli_print_num(F->ok ? F->rmse_rec : NAN, 9, 4);
+            cli_print_num(F->ok ? F->rmse_real : NAN, 9, 4);
         }
         printf("\n");
     }

@@ -20,7 +20,7 @@ static const char *const fit_head[NC_FIT_COUNT] = {
     [NC_FIT_DYISRU_THEORY] = "ISRU-th", [NC_FIT_DERF] = "Derf",
 };
 
-static void num(double v, int width, int prec)
+void cli_print_num(double v, int width, int prec)
 {
     if (isfinite(v))
         printf(" %*.*g", width, prec, v);
@@ -28,7 +28,7 @@ static void num(double v, int width, int prec)
         printf(" %*s", width, "-");
 }
 
-static int name_width(const nc_plan *plan)
+int cli_name_width(const nc_plan *plan)
 {
     int w = 5;
     for (size_t k = 0; k < plan->nlayers; k++)
@@ -86,7 +86,7 @@ static void print_outlier(const nc_plan_layer *l, const char *name, int w)
 
 static void print_fits_table(const nc_plan *plan, const bool *ran)
 {
-    int w = name_width(plan);
+    int w = cli_name_width(plan);
     printf("%-*s %7s %5s %-9s", w, "layer", "used", "d", "norm");
     for (int f = 0; f < NC_FIT_COUNT; f++)
         if (ran[f])
@@ -102,10 +102,10 @@ static void print_fits_table(const nc_plan *plan, const bool *ran)
         printf("%-*s %7zu %5zu %-9s", w, r->name, r->stats.tokens_used, r->d, nc);
         for (int f = 0; f < NC_FIT_COUNT; f++)
             if (ran[f])
-                num(r->fits[f].ok ? r->fits[f].r2 : NAN, 8, 6);
+                cli_print_num(r->fits[f].ok ? r->fits[f].r2 : NAN, 8, 6);
         double alpha = r->fits[NC_FIT_DYT].ok ? r->fits[NC_FIT_DYT].params.p[0] : NAN;
-        num(alpha, 9, 4);
-        num(alpha * r->stats.std, 9, 4);
+        cli_print_num(alpha, 9, 4);
+        cli_print_num(alpha * r->stats.std, 9, 4);
         printf("\n");
         print_theory(r, w);
         if (l->has_outlier_steps)
@@ -166,7 +166,7 @@ void cli_print_run_summary(const nc_plan *plan)
            "interval of the affine\nresidual removed is above / below 10%%, else undecided; "
            "tie: fits whose R^2 or backprop\nerror the tokens do not tell apart; slope at 0 / "
            "theory: DyT's alpha*gamma*rho):\n");
-    int w = name_width(plan);
+    int w = cli_name_width(plan);
     for (size_t k = 0; k < R->nlayers; k++)
         printf("  %-*s  %s\n", w, plan->summaries[k].name, R->layer[k].verdict);
     if (R->nlayers < 2)
