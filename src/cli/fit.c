@@ -126,6 +126,16 @@ static const struct option fit_options[] = {
     "      --swap FILE            the swap test's results (docs/swap.md; default: DUMP.swap.json\n" \
     "                             beside the dump, or swap.json in the output folder, if there)\n"
 
+/* The options of what fit, run and sweep print, last in their help. */
+#define OUTPUT_HELP                                                                              \
+    "  -q, --quiet                nothing on stderr but errors: no progress, notes or\n"          \
+    "                             warnings (report.json keeps the real-output warnings;\n"     \
+    "                             --strict makes a disagreement an error)\n"                   \
+    "      --verbose              the full tables on stdout (default: a summary that fits\n"    \
+    "                             the terminal: a line per layer and the run's verdict)\n"     \
+    "      --json                 report.json on stdout instead of the summary\n"               \
+    "  -h, --help                 this help\n"
+
 static const char fit_help[] =
     "usage: normcmp fit FILE... [options]\n"
     "Fits DyT, DyISRU, Derf, the theory curves and an affine map to each layer's\n"
@@ -172,13 +182,7 @@ static const char fit_help[] =
     "      --dense-tokens N       tokens whose d x d Jacobian is checked entry by entry (default:\n"
     "                             2^24/d^2, at least 1, at most 4096: 1 token at d = 4096)\n"
     DROPIN_HELP
-    "  -q, --quiet                nothing on stderr but errors: no progress, notes or\n"
-    "                             warnings (report.json keeps the real-output warnings;\n"
-    "                             --strict makes a disagreement an error)\n"
-    "      --verbose              the full tables on stdout (default: a summary that fits\n"
-    "                             the terminal: a line per layer and the run's verdict)\n"
-    "      --json                 report.json on stdout instead of the summary\n"
-    "  -h, --help                 this help\n";
+    OUTPUT_HELP;
 
 static const char run_help[] =
     "usage: normcmp run CONFIG.json [options]\n"
@@ -197,13 +201,7 @@ static const char run_help[] =
     "      --strict               exit 2 when a real output disagrees with the norm used or\n"
     "                             contradicts a kind or eps that was given\n"
     DROPIN_HELP
-    "  -q, --quiet                nothing on stderr but errors: no progress, notes or\n"
-    "                             warnings (report.json keeps the real-output warnings;\n"
-    "                             --strict makes a disagreement an error)\n"
-    "      --verbose              the full tables on stdout (default: a summary that fits\n"
-    "                             the terminal: a line per layer and the run's verdict)\n"
-    "      --json                 report.json on stdout instead of the summary\n"
-    "  -h, --help                 this help\n";
+    OUTPUT_HELP;
 
 #define MAX_ROLE_FLAGS 64
 
@@ -921,13 +919,7 @@ static const char sweep_help[] =
     "      --format LIST          png, pdf, svg (comma-separated; \"format\")\n"
     "      --legend WHERE         auto, none or outside (\"legend\"; default below the panels)\n"
     "      --title TEXT           their title; none: no title (\"title\")\n"
-    "  -q, --quiet                nothing on stderr but errors: no progress, notes or\n"
-    "                             warnings (report.json keeps the real-output warnings;\n"
-    "                             --strict makes a disagreement an error)\n"
-    "      --verbose              the full tables on stdout (default: a summary that fits\n"
-    "                             the terminal: a line per layer and the run's verdict)\n"
-    "      --json                 report.json on stdout instead of the summary\n"
-    "  -h, --help                 this help\n";
+    OUTPUT_HELP;
 
 static int run_main(int argc, char **argv, bool sweep_mode);
 
