@@ -72,6 +72,18 @@ static int as_merge(nc_err *err, const nc_err *e)
     return nc_err_set(err, e->code ? e->code : NC_EINTERNAL, "merge: %s", e->msg);
 }
 
+/* The shard folder dir opened for the reads beneath it: its descriptor, or
+ * a negative NC_E* code (NC_EIO when descriptors or memory ran out). */
+static int shard_dir(const char *dir, nc_err *err)
+{
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0)
+        return dfd;
+    int e = errno;
+    return nc_err_set_errno(err, e == EMFILE || e == ENFILE || e == ENOMEM ? NC_EIO : NC_EINVAL, e,
+                            "%s: cannot open the shard folder", dir);
+}
+
 /* Opens dir/name for reading as an untrusted file (see above): *fd and
  * *st on success; messages name "dir/name" (shown, shown_len bytes). */
 static int shard_open(const char *dir, const char *name, const char *noun, uint64_t max,
@@ -79,13 +91,9 @@ static int shard_open(const char *dir, const char *name, const char *noun, uint6
 {
     snprintf(shown, shown_len, "%s/%s", dir, name);
     *fd = -1;
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) {
-        int e = errno;
-        return nc_err_set_errno(err, e == EMFILE || e == ENFILE || e == ENOMEM ? NC_EIO
-                                                                               : NC_EINVAL,
-                                e, "%s: cannot open the shard folder", dir);
-    }
+    int dfd = shard_dir(dir, err);
+    if (dfd < 0)
+        return dfd;
     const nc_infile in = {.noun = noun, .max_bytes = max, .dirfd = dfd, .beneath = true,
                           .shown = shown};
     int rc = nc_infile_open(name, &in, fd, st, err);
@@ -100,13 +108,9 @@ static int shard_read(const char *dir, const char *name, const char *noun, uint6
     char shown[4096];
     snprintf(shown, sizeof shown, "%s/%s", dir, name);
     *buf = NULL;
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) {
-        int e = errno;
-        return nc_err_set_errno(err, e == EMFILE || e == ENFILE || e == ENOMEM ? NC_EIO
-                                                                               : NC_EINVAL,
-                                e, "%s: cannot open the shard folder", dir);
-    }
+    int dfd = shard_dir(dir, err);
+    if (dfd < 0)
+        return dfd;
     const nc_infile in = {.noun = noun, .max_bytes = max, .dirfd = dfd, .beneath = true,
                           .shown = shown};
     int rc = nc_infile_read(name, &in, buf, len, err);
