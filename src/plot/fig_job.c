@@ -24,6 +24,7 @@
 #include "plot/figures_internal.h"
 #include "plot/text.h"
 #include "util/outfile.h"
+#include "util/sink.h"
 #include "util/version.h"
 
 static void *own(job *j, void *p)
@@ -69,13 +70,12 @@ __attribute__((format(printf, 2, 3))) char *nc_fig_jprintf(job *j, const char *f
     return s;
 }
 
-/* A string built by appending, in a buffer that doubles when full, so
+/* A string built by appending (util/sink.h's buffer doubles when full, so
  * that building the metadata of a figure over n layers takes O(n) time
- * and memory (a copy per append kept every intermediate string: quadratic
+ * and memory; a copy per append kept every intermediate string: quadratic
  * in the layers). ok turns false on the first failed allocation. */
 typedef struct strbuf {
-    char *s;
-    size_t n, cap;
+    nc_membuf mb;
     bool ok;
 } strbuf;
 
@@ -85,42 +85,24 @@ __attribute__((format(printf, 2, 3))) static void sb_printf(strbuf *b, const cha
         return;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
+    nc_err err;
+    if (nc_membuf_vprintf(&b->mb, &err, fmt, ap))
         b->ok = false;
-        return;
-    }
-    if (b->n + (size_t)n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + (size_t)n + 1)
-            cap *= 2;
-        char *g = realloc(b->s, cap);
-        if (!g) {
-            b->ok = false;
-            return;
-        }
-        b->s = g;
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->n, (size_t)n + 1, fmt, ap);
     va_end(ap);
-    b->n += (size_t)n;
 }
 
 /* The finished string, handed to job j ("" when nothing was appended);
  * NULL when out of memory (the buffer is freed either way). */
 static char *sb_finish(job *j, strbuf *b)
 {
-    if (b->ok && !b->s)
+    if (b->ok && !b->mb.data)
         sb_printf(b, "%s", "");
     if (!b->ok) {
-        free(b->s);
+        nc_membuf_free(&b->mb);
         j->oom = true;
         return NULL;
     }
-    return own(j, b->s);
+    return own(j, b->mb.data);
 }
 
 const char *nc_fig_title(const job *j, const char *own)
@@ -216,7 +198,8 @@ static void legend_line(strbuf *b, const char *label)
         return;
     nc_text_plain(label, plain, sizeof plain);
     snprintf(line, sizeof line, "\n%s\n", plain);
-    if (b->s && (strncmp(b->s, line + 1, strlen(line + 1)) == 0 || strstr(b->s, line)))
+    const char *have = (const char *)b->mb.data;
+    if (have && (strncmp(have, line + 1, strlen(line + 1)) == 0 || strstr(have, line)))
         return;
     sb_printf(b, "%s\n", plain);
 }
@@ -248,8 +231,8 @@ static int job_meta(job *j, const char *command, const nc_plan *plan, nc_err *er
     }
     for (size_t p = 0; p < j->npanels; p++) /* the legend entries, one a line, plain */
         legend_text(&gb, &j->panels[p]);
-    if (gb.ok && gb.n) /* no newline after the last */
-        gb.s[--gb.n] = '\0';
+    if (gb.ok && gb.mb.len) /* no newline after the last */
+        gb.mb.data[--gb.mb.len] = '\0';
     char *layers = sb_finish(j, &lb), *params = sb_finish(j, &pb), *legend = sb_finish(j, &gb);
     if (!layers || !params || !legend)
         return nc_err_set(err, NC_ENOMEM, "out of memory for figures");

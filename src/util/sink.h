@@ -8,6 +8,7 @@
 #ifndef NC_SINK_H
 #define NC_SINK_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "util/err.h"
@@ -31,6 +32,15 @@ typedef struct nc_membuf {
 
 /* A sink appending to mb. */
 nc_sink nc_membuf_sink(nc_membuf *mb);
+
+/* Appends printf(fmt, ...) to mb and keeps a NUL after it (not counted in
+ * len), so mb->data reads as a C string. 0, or NC_ENOMEM / NC_EINVAL with
+ * err set; mb is unchanged on failure. */
+int nc_membuf_printf(nc_membuf *mb, nc_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The same with a va_list (consumed). */
+int nc_membuf_vprintf(nc_membuf *mb, nc_err *err, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* Releases mb's storage and zeroes it. Accepts NULL. */
 void nc_membuf_free(nc_membuf *mb);
