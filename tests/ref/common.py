@@ -49,6 +49,18 @@ class Checker:
         print(f"{self.name}: {self.passed} passed, {self.failed} failed")
         sys.exit(1 if self.failed else 0)
 
+    def torch(self, threads=1):
+        """PyTorch, single-threaded unless threads is None; its absence is a
+        failure, since `make test` installs it (scripts/deps.sh test)."""
+        try:
+            import torch
+        except ImportError:
+            self.ok(False, "PyTorch is missing: run scripts/deps.sh test")
+            self.done()
+        if threads is not None:
+            torch.set_num_threads(threads)
+        return torch
+
 
 def run(*args, check=True):
     """Runs normcmp with args; returns the CompletedProcess."""

@@ -416,13 +416,7 @@ def errors(tmp):
 
 
 def main():
-    try:
-        import torch
-    except ImportError:
-        # `make test` installs python3-torch (scripts/deps.sh test): its absence is a failure
-        C.ok(False, "PyTorch is missing: run scripts/deps.sh test")
-        C.done()
-    torch.set_num_threads(1)
+    torch = C.torch()
     with tempfile.TemporaryDirectory() as tmp:
         tiny(tmp, torch)
         tiny_rms(tmp)

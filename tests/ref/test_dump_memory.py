@@ -101,11 +101,7 @@ def measure(tmp, label, model, kw, out, files, fixed_mmap=True):
 
 
 def main():
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        C.ok(False, "PyTorch is missing: run scripts/deps.sh test")
-        C.done()
+    C.torch(threads=None)
     with tempfile.TemporaryDirectory() as tmp:
         if len(sys.argv) > 1:  # a one-off measurement of another decoder
             kw = json.loads(sys.argv[1])

@@ -289,12 +289,7 @@ def interpreter(tmp):
 
 
 def main():
-    try:
-        import torch
-    except ImportError:
-        C.ok(False, "PyTorch is missing: run scripts/deps.sh test")
-        C.done()
-    torch.set_num_threads(1)
+    torch = C.torch()
     with tempfile.TemporaryDirectory() as tmp:
         sharded(tmp)
         keep_dtype(tmp, torch)

@@ -106,12 +106,7 @@ def vit(torch):
 
 
 def main():
-    try:
-        import torch
-    except ImportError:
-        C.ok(False, "PyTorch is missing: run scripts/deps.sh test")
-        C.done()
-    torch.set_num_threads(1)
+    torch = C.torch()
     with open(README) as f:
         text = f.read()
     files(text)

@@ -194,12 +194,7 @@ def binaries(normcmp):
 
 
 def main():
-    try:
-        import torch
-    except ImportError:
-        C.ok(False, "PyTorch is missing: run scripts/deps.sh test")
-        C.done()
-    torch.set_num_threads(1)
+    torch = C.torch()
     import_light()
     sys.path.insert(0, SCRIPTS)
     import normcmp

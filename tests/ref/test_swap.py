@@ -496,12 +496,7 @@ def rmse_check(label, res, dump_file):
 
 
 def main():
-    try:
-        import torch
-    except ImportError:
-        C.ok(False, "PyTorch is missing: run scripts/deps.sh test")
-        C.done()
-    torch.set_num_threads(1)
+    torch = C.torch()
     with tempfile.TemporaryDirectory() as tmp:
         got = stories(tmp, torch)
         vit(tmp, torch)
