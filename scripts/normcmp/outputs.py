@@ -83,7 +83,8 @@ def tmp_name(base, token):
 
 def what_is(mode):
     """'a FIFO', 'a folder', ... for a file mode."""
-    for test, word in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"),
+    for test, word in ((stat.S_ISREG, "a file"), (stat.S_ISLNK, "a symbolic link"),
+                       (stat.S_ISDIR, "a folder"),
                        (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
         if test(mode):
@@ -636,7 +637,8 @@ class Writer:
                 out.fail(f"cannot create the folder {d}: {e.strerror or e}", code)
             self.made.append(d)
         if not os.path.isdir(out.folder):
-            out.fail(f"{out.folder} is not a folder")
+            out.fail(f"cannot create its folder: {d} is {what_is(os.lstat(d).st_mode)}"
+                     if not os.path.isdir(d) else f"{out.folder} is not a folder")
 
     def commit(self):
         """Every output into place: checked again, the manifests written

@@ -284,7 +284,9 @@ class Replaced:
         self.model, self.swaps, self.saved = model, swaps, []
 
     def __enter__(self):
-        for name, new in self.swaps.items():
+        # the deepest first: a norm inside a norm (a.input in a) is reached
+        # through its parent before the parent itself is replaced
+        for name, new in sorted(self.swaps.items(), key=lambda kv: -kv[0].count(".")):
             parent_name, _, attr = name.rpartition(".")
             parent = self.model.get_submodule(parent_name) if parent_name else self.model
             old = getattr(parent, attr)
