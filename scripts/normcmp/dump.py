@@ -22,7 +22,7 @@ as Hugging Face names checkpoint shards (DIR/model-00001-of-00065.safetensors,
 tensor's shard). normcmp reads either as it comes: the file, the folder,
 the index or a glob of the shards. Memory stays about one layer's tensors
 whatever the model's depth: each call's rows are checked and written, in
-blocks of 64K elements, to a scratch folder beside OUT while the model runs
+blocks of 64K elements, to the staging folder beside OUT while the model runs
 (gradients to their place as backward reaches them), and the files are
 assembled from there at the end (copy_file_range), so the disk briefly holds
 up to twice the dump. (A TorchScript model returns all its layer norms'
@@ -38,7 +38,8 @@ input with the weight and bias (check_max_abs_diff, on the captured values
 before any --dtype rounding); in a folder, every shard carries the run's
 keys and its own module's. Next to the dump goes a config for `normcmp run`
 (--config; OUT.json, or DIR.json beside the folder) with one layer per
-module, each with its own norm kind and eps.
+module, each with its own norm kind and eps, its tensor named exactly
+(the glob characters * ? [ \\ escaped with a backslash).
 
 Which modules: those whose class name matches one of the default classes
 (LayerNorm, RMSNorm, the Hugging Face RMSNorm and T5LayerNorm classes, and
@@ -101,8 +102,10 @@ Examples (@WHERE@):
     @NC@ fit out/tiny_rms/    # or out/tiny_rms/model.safetensors.index.json
 
 Exit status: 0 written; 2 bad arguments, an unimportable model or inputs, no
-matching module, or no PyTorch (one line on stderr); 1 the model failed to
-run or the output could not be written (nothing is left half-written).
+matching module, an output that is not the script's to replace (see
+OUTPUTS), or no PyTorch (one line on stderr); 1 the model failed to run,
+the output is in use by another run or could not be written (nothing is
+left half-written); 130 ^C, 143 SIGTERM (the earlier output kept whole).
 """
 import argparse
 import fnmatch
@@ -272,7 +275,7 @@ ITEMSIZE = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8}
 class Capture:
     """What one norm module (or one graph layer_norm) gave. Its rows do not
     stay in memory: each call's input and output go, block by block, to raw
-    files in the scratch folder (the spool) as they are captured, and the
+    files in the staging folder (the spool) as they are captured, and the
     gradients to their slots in a third file as backward reaches them;
     the final files are assembled from these. What stays is the weight,
     the bias, the row counts and the self-check's running maxima."""

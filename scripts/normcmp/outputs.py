@@ -485,6 +485,10 @@ class Output:
         """The target may be written: absent, or ours to replace, and no
         input of the run. Returns its lstat (or None)."""
         st = lstat(self.path)
+        # a manifest beside a file output that is not ours is refused now,
+        # not when the outputs are committed
+        m = read_manifest(self.folder) if not self.is_folder and os.path.isdir(self.folder) \
+            else None
         for p, ist in self.writer.inputs:
             if st is not None and (st.st_dev, st.st_ino) == (ist.st_dev, ist.st_ino):
                 self.fail(f"is an input of this run ({p}) and would be replaced by its output; "
@@ -500,7 +504,7 @@ class Output:
             if not stat.S_ISREG(st.st_mode):
                 self.fail(f"is {what_is(st.st_mode)}, not a regular file: the scripts write and "
                           "replace regular files only")
-            if not owned(read_manifest(self.folder), self.base, st):
+            if not owned(m, self.base, st):
                 self.fail("exists and was not written by normcmp's scripts (the manifest "
                           f"{os.path.join(self.folder, MANIFEST)} does not list it as it is now); "
                           "it is left as it is: remove it yourself or choose another name")
@@ -515,7 +519,10 @@ class Output:
         if pst.st_dev != st.st_dev:
             self.fail("is a mount point; the scripts replace a folder by renaming: choose a "
                       "folder inside it")
-        here = os.path.realpath(os.getcwd())
+        try:
+            here = os.path.realpath(os.getcwd())
+        except OSError:  # the current folder was removed
+            here = ""
         if here == os.path.realpath(self.path) or here.startswith(os.path.realpath(self.path) + "/"):
             self.fail("is the current folder or holds it; run from elsewhere or choose another "
                       "folder")
@@ -667,9 +674,9 @@ class Writer:
                 for d in sorted({o.folder for o in self.outs} | {os.path.dirname(m) for m in
                                                                   self.made}):
                     sync_dir(d)
+                self.done = True  # before a held-back signal is delivered
         except OSError as e:
             raise Fail(f"cannot write {e.filename or 'the outputs'}: {e.strerror or e}", 1)
-        self.done = True
         self.abort()  # the staging folders (now empty) and the locks
 
     def _folder_manifest(self, o):

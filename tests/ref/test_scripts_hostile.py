@@ -364,7 +364,7 @@ def item2_notebook(tmp, torch):
     before = tree(proj)
     res = normcmp.analyse(model, x, out=proj, figures=(), options=["--bootstrap", "0"])
     C.ok(os.path.isfile(os.path.join(proj, "report.json")), "analyse(out=proj) wrote its report")
-    gone = res.cleanup()
+    gone = res.cleanup() or []
     C.ok(tree(proj) == before, f"cleanup(): the user's folder as it was ({sorted(tree(proj))}, "
          f"removed {[os.path.relpath(g, proj) for g in gone]})")
     here = os.getcwd()
