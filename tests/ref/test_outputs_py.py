@@ -98,6 +98,18 @@ def files_and_replacement(d):
         f.write(b" edited")
     refused(write(p, b"three"), "a file of ours edited since", "not written")
     C.ok(read(p) == b"two edited", "the edited file kept")
+    # two writers of different files in one folder at once: both listed
+    with outputs.Writer("a") as wa, outputs.Writer("b") as wb:
+        oa, ob = wa.file(os.path.join(d, "a.json"), "-o"), wb.file(os.path.join(d, "b.json"), "-o")
+        for o in (oa, ob):
+            with outputs.create(o.staged) as f:
+                f.write(b"x")
+        wa.commit()
+        wb.commit()
+    m = outputs.read_manifest(d)
+    C.ok(all(outputs.owned(m, n, os.stat(os.path.join(d, n))) for n in ("a.json", "b.json"))
+         and not outputs.owned(m, "r.json", os.stat(os.path.join(d, "r.json"))),
+         "two writers in one folder: the manifest lists both (not the file edited since)")
     # a manifest that is not ours: neither used nor replaced
     d2 = os.path.join(d, "foreign")
     os.mkdir(d2)
