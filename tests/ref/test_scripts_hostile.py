@@ -246,7 +246,10 @@ def item1_processes(tmp):
 
 
 def item3_swap_targets(tmp):
-    R = os.path.join(tmp, "R")
+    R = os.path.join(tmp, "RS")  # the drop-ins of `normcmp fit` on the dump of item 9
+    r = subprocess.run([NC, "fit", os.path.join(tmp, "h.safetensors"), "--out", R, "-q",
+                        "--bootstrap", "0", "--no-jacobian"], capture_output=True, text=True)
+    C.ok(r.returncode == 0, f"normcmp fit on the dump: {r.stderr.strip()[-300:]}")
     rep = read(os.path.join(R, "report.json"))
     p = swap(tmp, R, "-o", os.path.join(R, "report.json"))
     refused(p, "-o the report.json it reads", "is an input of this run")
@@ -329,7 +332,7 @@ case("dropin-nan", report=good, dropin=st('{"__metadata__": {"x": NaN}}'))
 
 def item3_results_files(tmp):
     try:
-        p = subprocess.run([PY, "-c", HOSTILE_RESULTS, SCRIPTS, tmp, os.path.join(tmp, "R")],
+        p = subprocess.run([PY, "-c", HOSTILE_RESULTS, SCRIPTS, tmp, os.path.join(tmp, "RS")],
                            capture_output=True, text=True, timeout=180)
         got = [json.loads(ln) for ln in p.stdout.splitlines()]
         err = p.stderr
@@ -419,12 +422,13 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "hmodel.py"), "w") as f:
             f.write(MODEL)
-        item9_config_runs(tmp)
-        item1_dump_targets(tmp)
-        item1_processes(tmp)
-        item3_swap_targets(tmp)
-        item3_results_files(tmp)
-        item2_notebook(tmp, torch)
+        for f, args in ((item9_config_runs, ()), (item1_dump_targets, ()),
+                        (item1_processes, ()), (item3_swap_targets, ()),
+                        (item3_results_files, ()), (item2_notebook, (torch,))):
+            try:
+                f(tmp, *args)
+            except Exception as e:  # noqa: BLE001 - a crash is one failure; the rest still runs
+                C.ok(False, f"{f.__name__}: {type(e).__name__}: {e}")
     C.done()
 
 
