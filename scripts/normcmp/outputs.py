@@ -523,7 +523,8 @@ class Output:
             here = os.path.realpath(os.getcwd())
         except OSError:  # the current folder was removed
             here = ""
-        if here == os.path.realpath(self.path) or here.startswith(os.path.realpath(self.path) + "/"):
+        real = os.path.realpath(self.path)
+        if here == real or here.startswith(real + "/"):
             self.fail("is the current folder or holds it; run from elsewhere or choose another "
                       "folder")
         m = read_manifest(self.path)

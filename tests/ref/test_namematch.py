@@ -101,7 +101,8 @@ def differential():
     C.ok(not bad, f"{len(bad)} of {n} answers differ from re: " + "; ".join(bad[:5]))
     C.ok(n > 15000, f"enough pairs compared ({n})")
     # the patterns the docs and tests use
-    for p, name, want in ((r"^blocks\.1\.", "blocks.1.ln1", True), (r"^blocks\.1\.", "blocks.10.ln1", False),
+    for p, name, want in ((r"^blocks\.1\.", "blocks.1.ln1", True),
+                          (r"^blocks\.1\.", "blocks.10.ln1", False),
                           (r"ln(0[02468]|10)$", "ln04", True), (r"ln(0[02468]|10)$", "ln05", False),
                           (r"attn|mlp", "layers.3.mlp_norm", True), ("", "x", True),
                           (r"norm[12]$", "blocks.0.norm2", True)):
@@ -114,7 +115,8 @@ def refusals():
                     ("(a{1,100}){1,100}", "automaton states"), ("a" * 1001, "more than 1000"),
                     ("[[:alpha:]]", "POSIX"), ("a{5,2}", "backwards"), ("[z-a]", "backwards"),
                     ("(ab", "missing )"), ("ab)", "unbalanced"), ("*a", "nothing to repeat"),
-                    ("a{1001}", "above 1000"), ("\\", "lone"), ("\\A", "\\A"), ("[ab", "missing ]")):
+                    ("a{1001}", "above 1000"), ("\\", "lone"), ("\\A", "\\A"),
+                    ("[ab", "missing ]")):
         try:
             namematch.Pattern(p)
             C.ok(False, f"{p[:40]!r}: accepted, expected refused ({what})")
