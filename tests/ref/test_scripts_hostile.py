@@ -384,10 +384,10 @@ def item2_notebook(tmp, torch):
         res = normcmp.analyse(model, x, match=PLAIN, out=".", figures=(),
                               options=["--bootstrap", "0"])
         res.cleanup()
-        C.ok(os.path.isdir(work) and os.listdir(work) == ["model.py"],
-             f"out='.': cleanup() leaves the working folder and its files: {os.listdir(work)}")
     finally:
         os.chdir(here)
+    left = os.listdir(work) if os.path.isdir(work) else "the folder removed"
+    C.ok(left == ["model.py"], f"out='.': cleanup() leaves the working folder and its files: {left}")
     res = normcmp.analyse(model, x, match=PLAIN, keep_dump=True, figures=(),
                           options=["--bootstrap", "0"])
     C.ok(os.path.isfile(res.dump) and sorted(os.listdir(res.folder)) ==
