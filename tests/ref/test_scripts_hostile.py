@@ -410,6 +410,7 @@ def item2_notebook(tmp, torch):
         tempfile.tempdir = old
     C.ok(failed and os.listdir(private) == [], f"a failed analyse() leaves no temporary folder: "
          f"{os.listdir(private)}")
+    os.makedirs(proj, exist_ok=True)  # (an earlier cleanup() may have removed it)
     with open(os.path.join(proj, "dump.safetensors"), "w") as f:
         f.write("the user's dump")
     try:
