@@ -11,6 +11,7 @@ import importlib.util
 import inspect
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -233,14 +234,31 @@ def import_torch(argv, script, log):
                "`python3 -m pip install torch numpy`")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the program is, so that its clean-up
+    (the staging folders and locks of normcmp/outputs.py) runs as for ^C."""
+
+    def __init__(self, signum):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _terminated(signum, _frame):
+    raise Terminated(signum)
+
+
 def run_main(main, prog):
     """Runs main() as a command: a Fail is one line on stderr and its exit
-    status; ^C exits 130."""
+    status; ^C exits 130, SIGTERM 143 and SIGHUP 129, after the clean-up."""
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, _terminated)
     try:
         sys.exit(main())
     except Fail as e:
         print(f"{prog}: {e}", file=sys.stderr)
         sys.exit(e.code)
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        sys.exit(130)
+    except KeyboardInterrupt as e:
+        n = getattr(e, "signum", signal.SIGINT)
+        print(f"{prog}: {'interrupted' if n == signal.SIGINT else signal.Signals(n).name}",
+              file=sys.stderr)
+        sys.exit(128 + n)

@@ -22,11 +22,13 @@ as Hugging Face names checkpoint shards (DIR/model-00001-of-00065.safetensors,
 tensor's shard). normcmp reads either as it comes: the file, the folder,
 the index or a glob of the shards. Memory stays about one layer's tensors
 whatever the model's depth: each call's rows are checked and written, in
-blocks of 64K elements, to a scratch folder beside OUT while the model runs
+blocks of 64K elements, to the staging folder beside OUT while the model runs
 (gradients to their place as backward reaches them), and the files are
 assembled from there at the end (copy_file_range), so the disk briefly holds
 up to twice the dump. (A TorchScript model returns all its layer norms'
 tensors at once: bounded by the graph, not by this script.)
+
+@OUTPUTS@
 
 __metadata__ records the model, the command, and per module its class, norm
 kind, eps, tokens_per_sequence (when every call's input was [B, T, ..., d]
@@ -36,7 +38,8 @@ input with the weight and bias (check_max_abs_diff, on the captured values
 before any --dtype rounding); in a folder, every shard carries the run's
 keys and its own module's. Next to the dump goes a config for `normcmp run`
 (--config; OUT.json, or DIR.json beside the folder) with one layer per
-module, each with its own norm kind and eps.
+module, each with its own norm kind and eps, its tensor named exactly
+(the glob characters * ? [ \\ escaped with a backslash).
 
 Which modules: those whose class name matches one of the default classes
 (LayerNorm, RMSNorm, the Hugging Face RMSNorm and T5LayerNorm classes, and
@@ -47,6 +50,8 @@ one warning with the --class option that would take them (not with
 --only-class, nor outside --match); torch's batch,
 group, instance and local-response norms, and modules holding other
 modules (pre-norm wrappers), are not.
+
+@PATTERNS@
 
 Progress: one line per module as it is captured, and per tensor as it is
 written, on stderr when stderr is a terminal (nothing otherwise; -q for
@@ -97,8 +102,10 @@ Examples (@WHERE@):
     @NC@ fit out/tiny_rms/    # or out/tiny_rms/model.safetensors.index.json
 
 Exit status: 0 written; 2 bad arguments, an unimportable model or inputs, no
-matching module, or no PyTorch (one line on stderr); 1 the model failed to
-run or the output could not be written (nothing is left half-written).
+matching module, an output that is not the script's to replace (see
+OUTPUTS), or no PyTorch (one line on stderr); 1 the model failed to run,
+the output is in use by another run or could not be written (nothing is
+left half-written); 130 ^C, 143 SIGTERM (the earlier output kept whole).
 """
 import argparse
 import fnmatch
@@ -106,15 +113,14 @@ import io
 import json
 import math
 import os
-import re
 import shlex
-import shutil
 import struct
 import sys
-import tempfile
 import time
 
+from . import outputs
 from .common import Fail, Log, import_torch, one_line, shown_paths
+from .namematch import compile_pattern
 from .loading import add_model_args, build_inputs, build_model, check_model_args, compute_loss
 
 TOOL = "normcmp scripts/dump_activations.py 2"
@@ -132,6 +138,16 @@ KINDS = ("layernorm", "rmsnorm")
 EPS_ATTRS = ("eps", "variance_epsilon", "epsilon", "norm_eps")
 WEIGHT_ATTRS = ("weight", "gamma", "scale", "g")
 BIAS_ATTRS = ("bias", "beta", "shift", "b")
+
+
+PATTERNS_HELP = """NAME PATTERNS (--match, --norm-kind): a subset of Python's regular
+expressions, matched in time linear in the pattern and the name whoever
+wrote it: literal characters and escaped punctuation (\\.), ., classes
+[a-z_] [^0-9], \\d \\w \\s \\D \\W \\S, groups ( ) (?: ), alternatives |,
+* + ? {m} {m,} {m,n} (bounds at most 1000), ^ and $; searched anywhere in
+the name unless anchored. Back-references, look-around, \\b and other
+escaped letters, inline flags and named groups are refused, as is a
+pattern over 1000 characters or expanding to over 2000 automaton states."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -154,7 +170,8 @@ def help_text(doc, prog):
             "@SWAP@": "normcmp-swap" if installed else "python3 scripts/swap_test.py",
             "@NC@": "normcmp" if installed else "build/normcmp",
             "@WHERE@": "installed: the helper modules and models are in " + sp["helpers"]
-                       if installed else "from the project root"}
+                       if installed else "from the project root",
+            "@OUTPUTS@": outputs.HELP, "@PATTERNS@": PATTERNS_HELP}
     for k, v in subs.items():
         doc = doc.replace(k, v)
     return doc
@@ -182,11 +199,13 @@ def parse_args(argv, prog="dump_activations.py", need_model=True):
                    help="hook only modules whose class name matches this glob (repeatable; "
                         "replaces the default classes)")
     g.add_argument("--match", metavar="REGEX",
-                   help="hook only modules whose qualified name matches (re.search); with "
-                        "--only-class '*' any module so named")
+                   help="hook only modules whose qualified name matches, searched anywhere in "
+                        "it (see NAME PATTERNS below); with --only-class '*' any module so "
+                        "named")
     g.add_argument("--norm-kind", action="append", default=[], metavar="REGEX=KIND",
                    help="norm kind (layernorm or rmsnorm) of the modules whose name matches "
-                        "REGEX (repeatable, first match wins). Default: layernorm for "
+                        "REGEX (a name pattern; repeatable, first match wins). Default: "
+                        "layernorm for "
                         "nn.LayerNorm, otherwise rmsnorm when the class name contains RMS "
                         "(or is T5LayerNorm and kin), else layernorm, switched when the "
                         "captured output only fits the other kind")
@@ -218,19 +237,13 @@ def parse_args(argv, prog="dump_activations.py", need_model=True):
     if a.tokens < 0:
         raise Fail("--tokens: expected a number >= 0")
     if a.match is not None:
-        try:
-            a.match = re.compile(a.match)
-        except re.error as e:
-            raise Fail(f"--match: not a regular expression ({e})")
+        a.match = compile_pattern(a.match, "--match")
     kinds = []
     for s in a.norm_kind:
         rx, sep, kind = s.rpartition("=")
         if not sep or kind not in KINDS:
             raise Fail(f"--norm-kind: expected REGEX=layernorm or REGEX=rmsnorm, got {s!r}")
-        try:
-            kinds.append((re.compile(rx), kind))
-        except re.error as e:
-            raise Fail(f"--norm-kind: {rx!r} is not a regular expression ({e})")
+        kinds.append((compile_pattern(rx, "--norm-kind"), kind))
     a.norm_kind = kinds
     if a.loss and not a.grad:
         raise Fail("--loss needs --grad")
@@ -262,7 +275,7 @@ ITEMSIZE = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8}
 class Capture:
     """What one norm module (or one graph layer_norm) gave. Its rows do not
     stay in memory: each call's input and output go, block by block, to raw
-    files in the scratch folder (the spool) as they are captured, and the
+    files in the staging folder (the spool) as they are captured, and the
     gradients to their slots in a third file as backward reaches them;
     the final files are assembled from these. What stays is the weight,
     the bias, the row counts and the self-check's running maxima."""
@@ -272,7 +285,9 @@ class Capture:
         self.kind, self.kind_source = kind, kind_source
         self.eps, self.eps_source = eps, eps_source
         self.index = index  # the order modules were selected in (1-based)
-        self.spool = os.path.join(spool, f"{index:05d}") if spool else None
+        # scratch files in the output's staging folder (outputs.Output.scratch_path)
+        self.spool = {r: spool(f"spool-{index:05d}.{r}") for r in ("input", "output",
+                                                                   "grad_output")}
         self.d = None
         self.weight = self.bias = None
         self.weight_offset = 0
@@ -301,7 +316,7 @@ class Capture:
         return limit and self.rows >= limit
 
     def path(self, role):
-        return f"{self.spool}.{role}"
+        return self.spool[role]
 
     def add_rows(self, x, y, a, torch, np):
         """Appends rows x, y [n, d] (any device) to the spool, checking them
@@ -476,7 +491,7 @@ def spool_write(cap, fn):
     try:
         return fn()
     except OSError as e:
-        raise Fail(f"{cap.name}: cannot write its rows to {os.path.dirname(cap.spool)}: "
+        raise Fail(f"{cap.name}: cannot write its rows to {os.path.dirname(cap.path('input'))}: "
                    f"{e.strerror or e}", 1)
 
 
@@ -843,8 +858,9 @@ def copy_file(dst, path, n):
 
 
 def write_safetensors(path, tensors, metadata, log, what):
-    """tensors: module_tensors entries, written in order after the header;
-    the spool files are deleted once copied. Temporary name, then rename."""
+    """tensors: module_tensors entries, written in order after the header
+    into the new file path (in a staging folder: outputs.create, flushed to
+    disk); the spool files are deleted once copied. Returns its size."""
     header, off = {}, 0
     for name, shape, dt, nbytes, _ in tensors:
         header[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + nbytes]}
@@ -852,138 +868,132 @@ def write_safetensors(path, tensors, metadata, log, what):
     header["__metadata__"] = metadata
     hj = json.dumps(header, separators=(",", ":")).encode("utf-8")
     hj += b" " * (-len(hj) % 8)
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "wb", buffering=0) as f:
-            f.write(struct.pack("<Q", len(hj)) + hj)
-            for name, _, _, nbytes, src in tensors:
-                if isinstance(src, bytes):
-                    f.write(src)
-                else:
-                    copy_file(f, src, nbytes)
-                    os.unlink(src)
-                log.progress(f"{what}: {name} ({nbytes / 1e6:.1f} MB)")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with outputs.create(path) as f:
+        f.write(struct.pack("<Q", len(hj)) + hj)
+        for name, _, _, nbytes, src in tensors:
+            if isinstance(src, bytes):
+                f.write(src)
+            else:
+                copy_file(f, src, nbytes)
+                os.unlink(src)
+            log.progress(f"{what}: {name} ({nbytes / 1e6:.1f} MB)")
     return 8 + len(hj) + off
 
 
-def write_one_file(a, caps, meta, log, torch):
+def write_one_file(a, out, caps, meta, log, torch):
     tensors = []
     for c in caps:
         tensors += module_tensors(c, a, torch)
         meta.update(module_meta(c))
-    return write_safetensors(a.out, tensors, meta, log, "writing"), [a.out] * len(caps)
+    return write_safetensors(out.staged, tensors, meta, log, "writing")
 
 
-def write_folder(a, caps, meta, log, torch):
-    """One shard per module, as Hugging Face names them, and the index;
-    built in a scratch folder beside OUT, then moved into place."""
-    out = a.out.rstrip("/") or a.out
-    parent = os.path.dirname(os.path.abspath(out))
-    stage = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.tmp", dir=parent)
-    try:
-        weight_map, files, total = {}, [], 0
-        for k, c in enumerate(caps):
-            fn = f"model-{k + 1:05d}-of-{len(caps):05d}.safetensors"
-            tensors = module_tensors(c, a, torch)
-            m = dict(meta)
-            m.update(module_meta(c))
-            write_safetensors(os.path.join(stage, fn), tensors, m, log,
-                              f"shard {k + 1}/{len(caps)}")
-            total += sum(t[3] for t in tensors)
-            weight_map.update({t[0]: fn for t in tensors})
-            files.append(os.path.join(out, fn))
-        with open(os.path.join(stage, INDEX_NAME), "w") as f:
-            json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f,
-                      indent=2)
-            f.write("\n")
-        umask = os.umask(0o22)
-        os.umask(umask)
-        os.chmod(stage, 0o777 & ~umask)  # mkdtemp made it private
-        if os.path.isdir(out):
-            shutil.rmtree(out)  # a previous dump (checked by check_out)
-        os.replace(stage, out)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
-    size = sum(os.path.getsize(f) for f in files)
-    return size, files
-
-
-def check_out(a):
-    """A folder OUT must be new, empty, or a dump this script wrote."""
-    if a.sharded and os.path.exists(a.out):
-        if not os.path.isdir(a.out):
-            raise Fail(f"--out: {a.out} is a file (a folder of shards was asked for: a name "
-                       "ending in .safetensors writes one file)")
-        names = os.listdir(a.out)
-        if names and INDEX_NAME not in names:
-            raise Fail(f"--out: {a.out} is a folder that holds other files (expected a new or "
-                       f"empty folder, or a dump with {INDEX_NAME})")
-
-
-def write_config(path, target, name, caps):
-    folder = os.path.dirname(os.path.abspath(path))
-    rel = os.path.relpath(os.path.abspath(target), folder)
-    cfg = {"name": name, "layers": [
-        {"file": rel, "tensor": f"{c.name}.input", "norm": c.kind, "eps": c.eps}
-        for c in caps]}
-    os.makedirs(folder, exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(cfg, f, indent=2)
+def write_folder(a, out, caps, meta, log, torch):
+    """One shard per module, as Hugging Face names them, and the index,
+    in the output's staging folder."""
+    weight_map, total, size = {}, 0, 0
+    for k, c in enumerate(caps):
+        fn = f"model-{k + 1:05d}-of-{len(caps):05d}.safetensors"
+        tensors = module_tensors(c, a, torch)
+        m = dict(meta)
+        m.update(module_meta(c))
+        size += write_safetensors(os.path.join(out.stage, fn), tensors, m, log,
+                                  f"shard {k + 1}/{len(caps)}")
+        total += sum(t[3] for t in tensors)
+        weight_map.update({t[0]: fn for t in tensors})
+    with outputs.create(os.path.join(out.stage, INDEX_NAME), text=True) as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
         f.write("\n")
-    os.replace(tmp, path)
+    return size
+
+
+def glob_escape(name):
+    """name as a normcmp tensor pattern that matches exactly it: the glob
+    characters * ? [ and the escape \\ itself escaped with a backslash
+    (fnmatch(3) without FNM_NOESCAPE; docs/config.md)."""
+    return "".join("\\" + ch if ch in "*?[\\" else ch for ch in name)
+
+
+def config_dict(target, folder, name, caps):
+    """The config for `normcmp run` in folder: one layer per module, its
+    tensor named exactly (escaped), its own norm kind and eps."""
+    rel = os.path.relpath(os.path.abspath(target), folder)
+    return {"name": name, "layers": [
+        {"file": rel, "tensor": glob_escape(f"{c.name}.input"), "norm": c.kind, "eps": c.eps}
+        for c in caps]}
+
+
+def write_config(out, target, name, caps):
+    with outputs.create(out.staged, text=True) as f:
+        json.dump(config_dict(target, out.folder, name, caps), f, indent=2)
+        f.write("\n")
+
+
+def input_files(a):
+    """The files the run reads (--checkpoint and the .py files of
+    --model, --inputs, --loss): no output may replace one of them."""
+    files = [a.checkpoint] if a.checkpoint else []
+    for spec in (a.model, getattr(a, "inputs", None), a.loss):
+        if isinstance(spec, str):
+            mod = spec.rpartition(":")[0]
+            if mod.endswith(".py") or os.sep in mod:
+                files.append(mod)
+    return files
+
+
+def plan_outputs(a, log):
+    """The outputs (the dump: a file or a folder; its config), checked,
+    locked and staged before the model runs: (writer, dump out, config out
+    or None)."""
+    w = outputs.Writer(TOOL, inputs=input_files(a), log=log)
+    try:
+        out = w.folder(a.out, "--out") if a.sharded else w.file(a.out, "--out")
+        cfg = w.file(a.config, "--config") if a.config else None
+    except BaseException:
+        w.abort()
+        raise
+    return w, out, cfg
 
 
 # ------------------------------------------------------------------ main
 
-def dump(a, model, scripted, args, kwargs, in_desc, log, torch, np, command):
+def dump(a, model, scripted, args, kwargs, in_desc, log, torch, np, command, planned=None):
     """Runs the model on (args, kwargs) with its norms captured and writes
     the dump and its config as a asks; returns (captures, the file or index
-    normcmp reads, bytes written). The one implementation behind the
-    command line and the notebook module (normcmp.capture, normcmp.analyse)."""
-    check_out(a)
-    parent = os.path.dirname(os.path.abspath(a.out.rstrip("/") or a.out))
-    try:
-        os.makedirs(parent, exist_ok=True)
-        spool = tempfile.mkdtemp(prefix=".dump_activations.spool", dir=parent)
-    except OSError as e:
-        raise Fail(f"--out: cannot create a folder in {parent}: {e.strerror or e}", 1)
-    try:
-        if scripted:
-            caps = run_scripted(a, model, args, kwargs, spool, log, torch, np)
-        else:
-            caps = run_hooked(a, model, args, kwargs, spool, log, torch, np)
-        caps = finish(caps, a, log, torch)
-        meta = {"format": "normcmp activation dump", "tool": TOOL, "command": command,
-                "model": a.model or a.checkpoint or type(model).__name__, "inputs": in_desc,
-                "torch": torch.__version__, "dtype": a.dtype, "tokens_limit": str(a.tokens),
-                "modules": json.dumps([c.name for c in caps])}
-        if a.model_args:
-            meta["model_args"] = json.dumps(a.model_args)
-        if a.checkpoint:
-            meta["checkpoint"] = a.checkpoint
-        if a.grad:
-            meta["loss"] = a.loss or "sum of squares of the model output"
-        meta["capture"] = ("TorchScript graph outputs (aten::layer_norm)" if scripted
-                           else "forward hooks")
-        if a.sharded:
-            size, _ = write_folder(a, caps, meta, log, torch)
-            target = os.path.join(a.out.rstrip("/"), INDEX_NAME)
-        else:
-            size, _ = write_one_file(a, caps, meta, log, torch)
-            target = a.out
-    except OSError as e:
-        raise Fail(f"--out: cannot write {a.out}: {e.strerror or e}", 1)
-    finally:
-        shutil.rmtree(spool, ignore_errors=True)
-    if a.config:
-        write_config(a.config, target, a.name, caps)
+    normcmp reads, bytes written). planned: plan_outputs()'s result (made
+    here when None). The one implementation behind the command line and
+    the notebook module (normcmp.capture, normcmp.analyse)."""
+    w, out, cfg_out = planned or plan_outputs(a, log)
+    with w:
+        try:
+            if scripted:
+                caps = run_scripted(a, model, args, kwargs, out.scratch_path, log, torch, np)
+            else:
+                caps = run_hooked(a, model, args, kwargs, out.scratch_path, log, torch, np)
+            caps = finish(caps, a, log, torch)
+            meta = {"format": "normcmp activation dump", "tool": TOOL, "command": command,
+                    "model": a.model or a.checkpoint or type(model).__name__,
+                    "inputs": in_desc, "torch": torch.__version__, "dtype": a.dtype,
+                    "tokens_limit": str(a.tokens), "modules": json.dumps([c.name for c in caps])}
+            if a.model_args:
+                meta["model_args"] = json.dumps(a.model_args)
+            if a.checkpoint:
+                meta["checkpoint"] = a.checkpoint
+            if a.grad:
+                meta["loss"] = a.loss or "sum of squares of the model output"
+            meta["capture"] = ("TorchScript graph outputs (aten::layer_norm)" if scripted
+                               else "forward hooks")
+            if a.sharded:
+                size = write_folder(a, out, caps, meta, log, torch)
+                target = os.path.join(a.out.rstrip("/"), INDEX_NAME)
+            else:
+                size = write_one_file(a, out, caps, meta, log, torch)
+                target = a.out
+            if cfg_out:
+                write_config(cfg_out, target, a.name, caps)
+        except OSError as e:
+            raise Fail(f"--out: cannot write {a.out}: {e.strerror or e}", 1)
+        w.commit()
     return caps, target, size
 
 
@@ -996,12 +1006,14 @@ def main(argv=None, prog=None, script=None):
     a = parse_args(argv, prog)
     log = Log(prog, a.quiet, a.verbose)
     torch, np = import_torch(argv, script or sys.argv[0], log)
-    check_out(a)
-    t0 = time.time()
-    model, scripted, model_mod = build_model(a, log, torch)
-    args, kwargs, in_desc = build_inputs(a, model, model_mod, log, torch)
-    command = " ".join(shlex.quote(s) for s in [sys.argv[0]] + list(argv))
-    caps, _, size = dump(a, model, scripted, args, kwargs, in_desc, log, torch, np, command)
+    planned = plan_outputs(a, log)  # a bad output fails before the model is built
+    with planned[0]:
+        t0 = time.time()
+        model, scripted, model_mod = build_model(a, log, torch)
+        args, kwargs, in_desc = build_inputs(a, model, model_mod, log, torch)
+        command = " ".join(shlex.quote(s) for s in [sys.argv[0]] + list(argv))
+        caps, _, size = dump(a, model, scripted, args, kwargs, in_desc, log, torch, np, command,
+                             planned)
     rows = sorted({c.rows for c in caps})
     print(f"wrote {a.out}: {len(caps)} modules, {'/'.join(map(str, rows))} tokens each, "
           f"{size / 1e6:.2f} MB" + (f" in {len(caps)} shards" if a.sharded else "")

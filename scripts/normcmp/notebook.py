@@ -16,14 +16,16 @@ its report. swap() runs normcmp/swaptest.py's measurements. docs/notebook.md
 describes every argument and field.
 """
 import base64
+import contextlib
 import html
 import json
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 
-from . import safetensors
+from . import outputs, safetensors
 from .common import Fail, Log, paths
 
 PROG = "normcmp"
@@ -144,34 +146,64 @@ def analyse(model, inputs, out=None, tokens=4096, grad=False, loss=None, classes
     options (["--sample-tokens", "4096"], ...); keep_dump: keep the dump
     (folder/dump.safetensors) after normcmp has read it."""
     nc = binary()
+    made = out is None or not os.path.lexists(out)
     folder = os.path.abspath(out) if out else tempfile.mkdtemp(prefix="normcmp-")
-    work = tempfile.mkdtemp(prefix=".normcmp-dump-", dir=os.path.dirname(folder))
+    kept = os.path.join(folder, "dump.safetensors") if keep_dump else None
     try:
-        dump_path = os.path.join(work, "dump.safetensors")
-        config = os.path.join(work, "dump.json")
-        _run_dump(model, inputs, dump_path, loss, quiet, tokens=tokens, grad=grad,
-                  classes=classes, only_classes=only_classes, match=match, norm_kind=norm_kind,
-                  dtype="keep", config=config)
-        with open(config) as f:
-            cfg = json.load(f)
-        cfg["name"] = os.path.basename(folder)
-        if figures:
-            cfg["figures"] = [{"type": t} for t in figures]
-        with open(config, "w") as f:
-            json.dump(cfg, f, indent=2)
-        p = subprocess.run([nc, "run", config, "--out", folder, "-q", *options],
-                           capture_output=True, text=True)
-        if p.returncode != 0:
-            raise Fail(f"normcmp run failed (exit {p.returncode}): "
-                       f"{p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ''}",
-                       p.returncode)
-        kept = None
-        if keep_dump:
-            kept = os.path.join(folder, "dump.safetensors")
-            os.replace(dump_path, kept)
+        if kept and os.path.isdir(folder):  # refused now, not after the analysis
+            outputs.check_target(kept, "keep_dump")
+        with _work_dir(folder) as work:
+            dump_path = os.path.join(work, "dump.safetensors")
+            caps, _, _ = _run_dump(model, inputs, dump_path, loss, quiet, tokens=tokens,
+                                   grad=grad, classes=classes, only_classes=only_classes,
+                                   match=match, norm_kind=norm_kind, dtype="keep", config=None)
+            cfg = _dump_config(dump_path, os.path.basename(folder), caps)
+            if figures:
+                cfg["figures"] = [{"type": t} for t in figures]
+            config = os.path.join(work, "dump.json")
+            with outputs.create(config, text=True) as f:
+                json.dump(cfg, f, indent=2)
+            p = subprocess.run([nc, "run", config, "--out", folder, "-q", *options],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                raise Fail(f"normcmp run failed (exit {p.returncode}): "
+                           f"{p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ''}",
+                           p.returncode)
+            if kept:
+                with outputs.Writer(dump_tool()) as w:
+                    outputs.adopt(dump_path, w.file(kept, "keep_dump"))
+                    w.commit()
+    except BaseException:
+        if made:  # a folder this call made, when nothing is in it
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        raise
+    return Analysis(folder, summary=p.stdout, dump=kept, made=made)
+
+
+def dump_tool():
+    from . import dump
+    return dump.TOOL
+
+
+def _dump_config(dump_path, name, caps):
+    from . import dump
+    return dump.config_dict(dump_path, os.path.dirname(dump_path), name, caps)
+
+
+@contextlib.contextmanager
+def _work_dir(folder):
+    """A private folder (mkdtemp: exclusive, mode 0700) for the dump normcmp
+    reads: beside the output folder (the same file system, for keep_dump),
+    else in the system's temporary folder; removed with all in it after."""
+    try:
+        work = tempfile.mkdtemp(prefix=".normcmp-work-", dir=os.path.dirname(folder))
+    except OSError:
+        work = tempfile.mkdtemp(prefix="normcmp-work-")
+    try:
+        yield work
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return Analysis(folder, summary=p.stdout, dump=kept)
 
 
 def _flat(d, prefix=""):
@@ -193,14 +225,13 @@ class Analysis:
     paths of the figure files), folder, summary (what normcmp printed),
     dump (the kept dump or None)."""
 
-    def __init__(self, folder, summary="", dump=None):
+    def __init__(self, folder, summary="", dump=None, made=False):
         self.folder = os.path.abspath(folder)
+        self.made = made  # analyse() made the folder: cleanup() removes it when empty
         path = os.path.join(self.folder, "report.json")
-        try:
-            with open(path) as f:
-                self.report = json.load(f)
-        except (OSError, json.JSONDecodeError) as e:
-            raise Fail(f"{path}: cannot read the report ({e})")
+        self.report = outputs.read_json(path, 1 << 30, "normcmp's report.json")
+        if not isinstance(self.report, dict):
+            raise Fail(f"{path}: expected a JSON object (normcmp's report)")
         run = self.report.get("run") or {}
         self.verdicts = [_flat(L) for L in run.get("per_layer", [])]
         self.run_verdict = run.get("verdict")
@@ -262,8 +293,33 @@ class Analysis:
         display(HTML(self._repr_html_()))
 
     def cleanup(self):
-        """Removes the output folder (a temporary one, say)."""
-        shutil.rmtree(self.folder, ignore_errors=True)
+        """Removes what normcmp wrote here and nothing else: report.json and
+        the files its `outputs` lists (when its tool is normcmp), the kept
+        dump (when the scripts' manifest lists it as it is), and the folder
+        itself when analyse() made it and nothing else is left in it.
+        Returns the paths removed."""
+        gone = []
+        try:
+            rep = outputs.read_json(os.path.join(self.folder, "report.json"), 1 << 30, "report")
+        except Fail:
+            rep = None
+        tool = rep.get("tool") if isinstance(rep, dict) else None
+        if isinstance(tool, dict) and tool.get("name") == "normcmp":
+            names = [o for o in rep.get("outputs") or [] if isinstance(o, str) and o
+                     and "/" not in o and o not in (".", "..")] + ["report.json"]
+            for name in names:
+                path = os.path.join(self.folder, name)
+                st = outputs.lstat(path)
+                if st is not None and stat.S_ISREG(st.st_mode):
+                    os.unlink(path)
+                    gone.append(path)
+        if self.dump and outputs.remove_owned(self.folder, os.path.basename(self.dump)):
+            gone.append(self.dump)
+        if self.made:
+            with contextlib.suppress(OSError):
+                os.rmdir(self.folder)
+                gone.append(self.folder)
+        return gone
 
 
 def swap(model, inputs, results, loss=None, labels=None, batch_size=1, surrogates=None,
@@ -288,10 +344,16 @@ def swap(model, inputs, results, loss=None, labels=None, batch_size=1, surrogate
     args, kwargs = _inputs(inputs, torch)
     layers, dump = S.read_report(folder)
     dropins = S.read_dropins(folder, a.surrogate, np)
-    model.eval()
-    res, _ = S.measure(a, model, isinstance(model, torch.jit.ScriptModule), args, kwargs,
-                       "given (Python)", layers, dump, dropins, Log(PROG, quiet=quiet), torch, np,
-                       "normcmp.swap (Python)", labels=labels)
-    if out:
-        S.write_json(out, res)
+    log = Log(PROG, quiet=quiet)
+    planned = S.plan_output(a, out, log) if out else None  # refused now, not after the test
+    try:
+        model.eval()
+        res, _ = S.measure(a, model, isinstance(model, torch.jit.ScriptModule), args, kwargs,
+                           "given (Python)", layers, dump, dropins, log, torch, np,
+                           "normcmp.swap (Python)", labels=labels)
+        if planned:
+            S.write_json(planned, res)
+    finally:
+        if planned:
+            planned[0].abort()
     return res

@@ -7,11 +7,12 @@ follows; "__metadata__" a map of strings), then the data.
 Every check that fails is a one-line Fail naming the file, the tensor or
 field, what was found and what was expected (exit status 2).
 """
-import json
 import os
+import stat
 import struct
 
 from .common import Fail
+from .outputs import parse_json
 
 DTYPES = {"F64": ("<f8", 8), "F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": ("<u2", 2)}
 
@@ -21,18 +22,20 @@ def read(path, np, names=None):
     `names`) to a float32/float64 NumPy array of its shape (BF16 widened to
     float32 exactly); metadata is the __metadata__ map ({} if none)."""
     try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
+        # without blocking (a FIFO), a regular file (also through a link)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise Fail(f"{path}: not a regular file, expected a safetensors file")
+            size = st.st_size
             head = f.read(8)
             if len(head) < 8:
                 raise Fail(f"{path}: {size} bytes, too short for a safetensors file")
             n = struct.unpack("<Q", head)[0]
             if n > size - 8 or n > 100 << 20:
                 raise Fail(f"{path}: header length {n} does not fit the file's {size} bytes")
-            try:
-                header = json.loads(f.read(n).decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise Fail(f"{path}: header: not JSON ({e})")
+            header = parse_json(f.read(n), f"{path}: header")
             if not isinstance(header, dict):
                 raise Fail(f"{path}: header: expected a JSON object")
             meta = header.pop("__metadata__", {}) or {}

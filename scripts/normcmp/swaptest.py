@@ -34,6 +34,10 @@ Writes a JSON file (docs/swap.md defines every field): by default beside
 the dump named in report.json (OUT.safetensors -> OUT.swap.json, a folder
 DIR -> DIR.swap.json), else RESULTS/swap.json; -o names another.
 
+@OUTPUTS@
+
+@PATTERNS@
+
 Examples (@WHERE@):
 
     @DUMP@ --model @HELPERS@/llama2c_model.py:load \\
@@ -62,16 +66,16 @@ import hashlib
 import json
 import math
 import os
-import re
 import shlex
 import sys
 import time
 
-from . import safetensors
+from . import outputs, safetensors
 from .common import Fail, Log, accepts, fmt_kw, import_torch, load_callable, one_line
 from .dump import Parser, graph_layer_norms, help_text
 from .loading import add_model_args, build_inputs, build_model, check_model_args, compute_loss
 from .loading import callable_name, json_object, model_output_tensor
+from .namematch import compile_pattern
 
 TOOL = "normcmp scripts/swap_test.py 1"
 FORMAT = "normcmp swap test"
@@ -80,6 +84,7 @@ SURROGATES = ("dyt", "dyt_alpha0", "dyisru")
 PARAMS = {"dyt": ("alpha", "weight", "bias"), "dyt_alpha0": ("alpha", "weight", "bias"),
           "dyisru": ("C", "weight", "bias")}
 DROPIN_FORMAT = "normcmp-dropin 1"
+REPORT_MAX = 1 << 30  # the largest report.json read (the binary's bound for a shard report)
 
 
 # ------------------------------------------------------------------ arguments
@@ -113,7 +118,8 @@ def parse_args(argv, prog="swap_test.py", need_model=True):
                    help=f"comma-separated, of {', '.join(SURROGATES)} (default: every one whose "
                         "dropin file is in RESULTS)")
     g.add_argument("--match", metavar="REGEX",
-                   help="only the layers whose name matches (re.search)")
+                   help="only the layers whose name matches, searched anywhere in it (a name "
+                        "pattern: see NAME PATTERNS below)")
     g = p.add_argument_group("output")
     g.add_argument("-o", "--out", metavar="FILE.json", help="where to write (see above)")
     g.add_argument("-q", "--quiet", action="store_true", help="nothing on stderr but errors")
@@ -134,10 +140,7 @@ def parse_args(argv, prog="swap_test.py", need_model=True):
             raise Fail(f"--surrogate: {', '.join(bad) or 'nothing'}: expected a list of "
                        f"{', '.join(SURROGATES)}")
     if a.match is not None:
-        try:
-            a.match = re.compile(a.match)
-        except re.error as e:
-            raise Fail(f"--match: not a regular expression ({e})")
+        a.match = compile_pattern(a.match, "--match")
     return a
 
 
@@ -149,19 +152,13 @@ def read_report(folder):
     path = os.path.join(folder, "report.json")
     if not os.path.isdir(folder):
         raise Fail(f"{folder}: not a folder (expected normcmp's output folder, with report.json)")
-    try:
-        with open(path) as f:
-            rep = json.load(f)
-    except OSError as e:
-        raise Fail(f"{path}: cannot read: {e.strerror or e} (expected normcmp's output folder)")
-    except json.JSONDecodeError as e:
-        raise Fail(f"{path}: not JSON ({e})")
+    rep = outputs.read_json(path, REPORT_MAX, "normcmp's report.json")
     layers = rep.get("layers") if isinstance(rep, dict) else None
     if not isinstance(layers, list) or not layers:
         raise Fail(f"{path}: layers: expected a non-empty list of layers")
     out = []
     for k, L in enumerate(layers):
-        if not isinstance(L, dict) or not isinstance(L.get("name"), str):
+        if not isinstance(L, dict) or not isinstance(L.get("name"), str) or not L["name"]:
             raise Fail(f"{path}: layers[{k}].name: expected a string")
         role = L.get("role")
         depth = L.get("depth")
@@ -169,8 +166,10 @@ def read_report(folder):
                     "depth": depth if isinstance(depth, int) and not isinstance(depth, bool)
                     else None, "order": k})
     files = set()
-    for L in ((rep.get("config") or {}).get("layers") or []):
-        if isinstance(L, dict) and isinstance(L.get("file"), str):
+    cfg = rep.get("config")
+    cfg_layers = cfg.get("layers") if isinstance(cfg, dict) else None
+    for L in (cfg_layers if isinstance(cfg_layers, list) else []):
+        if isinstance(L, dict) and isinstance(L.get("file"), str) and L["file"]:
             files.add(L["file"])
     dump = None
     if len(files) == 1:
@@ -186,7 +185,7 @@ def read_dropins(folder, wanted, np):
     out = {}
     for s in wanted or SURROGATES:
         path = os.path.join(folder, f"dropin_{s}.safetensors")
-        if not os.path.isfile(path):
+        if not os.path.lexists(path):  # anything else there is read, and refused if not a file
             if wanted:
                 raise Fail(f"--surrogate {s}: {path}: no such file (normcmp writes the drop-in "
                            "parameters beside report.json)")
@@ -285,7 +284,9 @@ class Replaced:
         self.model, self.swaps, self.saved = model, swaps, []
 
     def __enter__(self):
-        for name, new in self.swaps.items():
+        # the deepest first: a norm inside a norm (a.input in a) is reached
+        # through its parent before the parent itself is replaced
+        for name, new in sorted(self.swaps.items(), key=lambda kv: -kv[0].count(".")):
             parent_name, _, attr = name.rpartition(".")
             parent = self.model.get_submodule(parent_name) if parent_name else self.model
             old = getattr(parent, attr)
@@ -568,31 +569,42 @@ def default_out(a, dump):
     return os.path.join(a.results, "swap.json")
 
 
-def check_writable(path):
-    """Fails now, not after the measurements, when path's folder cannot be
-    made or written."""
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError as e:
-        raise Fail(f"-o: cannot create the folder of {path}: {e.strerror or e}", 1)
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise Fail(f"-o: cannot write {path}: its folder is not writable", 1)
+def input_files(a):
+    """What the test reads (report.json, the drop-in files, --checkpoint,
+    the .py files of --model, --inputs, --loss, --labels): the results may
+    replace none of them."""
+    files = [os.path.join(a.results, "report.json")]
+    files += [os.path.join(a.results, f"dropin_{s}.safetensors") for s in SURROGATES]
+    files += [a.checkpoint] if a.checkpoint else []
+    for spec in (a.model, a.inputs, a.loss, a.labels):
+        mod = spec.rpartition(":")[0] if isinstance(spec, str) else ""
+        if mod.endswith(".py") or os.sep in mod:
+            files.append(mod)
+    return files
 
 
-def write_json(path, obj):
-    """Temporary name in the target folder, then rename: no half-written file."""
-    tmp = f"{path}.tmp{os.getpid()}"
+def plan_output(a, path, log):
+    """The results file, checked and locked before the measurements
+    (normcmp/outputs.py): (writer, output)."""
+    w = outputs.Writer(TOOL, inputs=input_files(a), log=log)
     try:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(tmp, "w") as f:
-            json.dump(obj, f, indent=1, allow_nan=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except OSError as e:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise Fail(f"-o: cannot write {path}: {e.strerror or e}", 1)
+        return w, w.file(path, "-o")
+    except BaseException:
+        w.abort()
+        raise
+
+
+def write_json(planned, obj):
+    """The results into the planned output: staged, flushed, renamed."""
+    w, out = planned
+    with w:
+        try:
+            with outputs.create(out.staged, text=True) as f:
+                json.dump(obj, f, indent=1, allow_nan=False)
+                f.write("\n")
+        except OSError as e:
+            raise Fail(f"-o: cannot write {out.shown}: {e.strerror or e}", 1)
+        w.commit()
 
 
 def loss_unit(a):
@@ -661,13 +673,14 @@ def main(argv=None, prog=None, script=None):
         np = None  # import_torch re-executes or says what to install
     dropins = read_dropins(a.results, a.surrogate, np) if np is not None else None
     torch, np = import_torch(argv, script or sys.argv[0], log)
-    check_writable(default_out(a, dump))
-    model, scripted, model_mod = build_model(a, log, torch)
-    args, kwargs, in_desc = build_inputs(a, model, model_mod, log, torch)
-    command = " ".join(shlex.quote(s) for s in [sys.argv[0]] + list(argv))
-    out, path = measure(a, model, scripted, args, kwargs, in_desc, layers, dump, dropins, log,
-                        torch, np, command)
-    write_json(path, out)
+    planned = plan_output(a, default_out(a, dump), log)  # fails before the model is built
+    with planned[0]:
+        model, scripted, model_mod = build_model(a, log, torch)
+        args, kwargs, in_desc = build_inputs(a, model, model_mod, log, torch)
+        command = " ".join(shlex.quote(s) for s in [sys.argv[0]] + list(argv))
+        out, path = measure(a, model, scripted, args, kwargs, in_desc, layers, dump, dropins,
+                            log, torch, np, command)
+        write_json(planned, out)
     o, al = out["original"], out["all"]["swap"]
     parts = [f"{s} {e['delta']:+.4g} +- {e['delta_se']:.2g}" if e["delta"] is not None
              and e["delta_se"] is not None else f"{s} {e['status']}" for s, e in al.items()]

@@ -290,12 +290,18 @@ static int st_companions(nc_plan *plan, nc_dump *d, nc_plan_layer *l, const nc_c
 
 /* Whether a --tensor / "tensor" pattern selects tensor name: matched
  * against the name, or, for a layer input "<module>.input", against the
- * module name as the summary table prints it ("blocks.*.ln1"). */
+ * module name as the summary table prints it ("blocks.*.ln1"), unless the
+ * pattern itself ends in ".input": it names tensors, so that an exact
+ * name (the dump script's configs escape theirs) selects that tensor
+ * alone, not also the input of a module named "<module>.input"
+ * (docs/config.md). */
 static bool tensor_selected(const char *pattern, const char *name)
 {
     if (nc_glob_match(pattern, name))
         return true;
-    size_t n = strlen(name);
+    size_t n = strlen(name), pn = strlen(pattern);
+    if (pn >= 6 && strcmp(pattern + pn - 6, ".input") == 0)
+        return false;
     if (n <= 6 || strcmp(name + n - 6, ".input") != 0 || n - 6 >= 1024)
         return false;
     char module[1024];

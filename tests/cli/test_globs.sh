@@ -107,4 +107,45 @@ expect_status 0
 cp "$T/.out" "$T/json.out"
 check "--json: stdout is the report" cmp "$T/json.out" "$T/json/report.json"
 
+
+# Exact tensor names in a config (the dump script's configs, issue 24 item
+# 9): the glob characters escaped with a backslash select exactly their
+# tensor, and a pattern ending in ".input" names tensors only, so module
+# "a" is not also module "a.input" (whose input is "a.input.input").
+/usr/bin/python3 - "$T/names.safetensors" "$T/names.json" <<'PY'
+import json, random, struct, sys
+random.seed(9)
+mods = ["ln\\back", "ln[0]", "ln0", "x*y", "xzy", "q?", "a", "a.input"]
+hdr, data = {}, b""
+for m in mods:
+    a = struct.pack("<%df" % (64 * 8), *(random.gauss(0, 1) for _ in range(64 * 8)))
+    hdr[m + ".input"] = {"dtype": "F32", "shape": [64, 8], "data_offsets": [len(data), len(data) + len(a)]}
+    data += a
+h = json.dumps(hdr).encode()
+h += b" " * ((8 - len(h) % 8) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
+esc = lambda s: "".join("\\" + c if c in "*?[\\" else c for c in s)
+json.dump({"name": "names", "layers": [{"file": "names.safetensors", "tensor": esc(m + ".input"),
+                                        "norm": "layernorm"} for m in mods]},
+          open(sys.argv[2], "w"))
+PY
+run "$NC" run "$T/names.json" --out "$T/names" --bootstrap 0 -q
+expect_status 0
+check "escaped exact names: one layer each, in order" /usr/bin/python3 -c "
+import json, sys
+got = [L['name'] for L in json.load(open('$T/names/report.json'))['layers']]
+sys.exit(0 if got == ['ln\\\\back', 'ln[0]', 'ln0', 'x*y', 'xzy', 'q?', 'a', 'a.input'] else print(got) or 1)"
+run "$NC" fit "$T/names.safetensors" --tensor a.input --out "$T/names1" --no-jacobian --bootstrap 0 -q
+expect_status 0
+check "--tensor a.input: module a only" /usr/bin/python3 -c "
+import json, sys
+got = [L['name'] for L in json.load(open('$T/names1/report.json'))['layers']]
+sys.exit(0 if got == ['a'] else print(got) or 1)"
+run "$NC" fit "$T/names.safetensors" --tensor 'a*' --out "$T/names2" --no-jacobian --bootstrap 0 -q
+expect_status 0
+check "--tensor 'a*': modules a and a.input (a module name glob as before)" /usr/bin/python3 -c "
+import json, sys
+got = [L['name'] for L in json.load(open('$T/names2/report.json'))['layers']]
+sys.exit(0 if got == ['a', 'a.input'] else print(got) or 1)"
+
 done_tests

@@ -108,8 +108,9 @@ def sharded(tmp):
              f"{s}: its module's norm, eps, class and check")
     C.ok(os.stat(folder).st_mode & 0o777 == 0o777 & ~current_umask(),
          "the folder has the umask's permissions")
-    C.ok(not [n for n in os.listdir(os.path.dirname(folder)) if n.startswith(".")],
-         "no scratch folder left behind")
+    C.ok(not [n for n in os.listdir(os.path.dirname(folder))
+              if n.startswith(".") and n != ".normcmp-scripts.json"],
+         "no scratch folder left behind (only the scripts' manifest)")
     with open(os.path.join(tmp, "dumps", "rms.json")) as f:
         cfg = json.load(f)
     C.ok(cfg["name"] == "rms" and all(L["file"] == f"rms/{INDEX}" for L in cfg["layers"])
@@ -151,9 +152,10 @@ def sharded(tmp):
     os.makedirs(other)
     open(os.path.join(other, "notes.txt"), "w").close()
     p = T.dump(*common[:2], "-o", other, expect=2)
-    C.ok(p.stderr.strip() == f"dump_activations.py: --out: {other} is a folder that holds other "
-         f"files (expected a new or empty folder, or a dump with {INDEX})",
-         f"a folder of other files: {p.stderr.strip()}")
+    C.ok(p.stderr.strip() == f"dump_activations.py: --out: {other}: holds notes.txt, which "
+         "normcmp's scripts did not write (expected a new or empty folder, or one the dump script "
+         "wrote, with the manifest .normcmp-scripts.json listing its files); the folder is left "
+         "as it is", f"a folder of other files: {p.stderr.strip()}")
 
 
 def current_umask():
@@ -296,8 +298,8 @@ def main():
         grad_slots(tmp, torch)
         progress(tmp)
         interpreter(tmp)
-        C.ok(not glob.glob(os.path.join(tmp, "**", ".dump_activations.spool*"), recursive=True),
-             "no spool left behind")
+        C.ok(not glob.glob(os.path.join(tmp, "**", ".*.tmp.*"), recursive=True),
+             "no staging folder left behind")
     C.done()
 
 

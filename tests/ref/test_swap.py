@@ -437,9 +437,9 @@ def errors(tmp, res, args):
     afile = os.path.join(tmp, "a-file")
     open(afile, "w").close()
     target = os.path.join(afile, "x.json")
-    p = swap(res, *args, *loss, "-o", target, expect=1)
-    C.ok(p.stderr.startswith(f"swap_test.py: -o: cannot create the folder of {target}: ")
-         and len(p.stderr.strip().splitlines()) == 1, f"-o under a file: {p.stderr.strip()}")
+    p = swap(res, *args, *loss, "-o", target, expect=2)
+    C.ok(p.stderr.strip() == f"swap_test.py: -o: {target}: cannot create its folder: {afile} is "
+         "a file", f"-o under a file: {p.stderr.strip()}")
     C.ok(not glob.glob(os.path.join(tmp, "**", "x.json*"), recursive=True), "and no file")
 
 
